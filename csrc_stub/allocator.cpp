@@ -1,0 +1,121 @@
+// Host allocator for PrivateUse1: 64-byte aligned blocks, size 0 allowed, thread-safe
+// statistics. Storage built on it is resizable, so out= variants can resize outputs.
+#include "mydev.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace mydev {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+class Registry {
+ public:
+  void add(void* ptr, size_t nbytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sizes_.emplace(ptr, nbytes);
+    stats_.allocated_bytes_current += static_cast<int64_t>(nbytes);
+    stats_.allocated_bytes_total += static_cast<int64_t>(nbytes);
+    stats_.blocks_current += 1;
+    stats_.allocations_total += 1;
+    stats_.allocated_bytes_peak =
+        std::max(stats_.allocated_bytes_peak, stats_.allocated_bytes_current);
+    stats_.blocks_peak = std::max(stats_.blocks_peak, stats_.blocks_current);
+  }
+
+  void remove(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(ptr);
+    TORCH_INTERNAL_ASSERT(it != sizes_.end(), "mydev: freeing an unknown pointer");
+    stats_.allocated_bytes_current -= static_cast<int64_t>(it->second);
+    stats_.freed_bytes_total += static_cast<int64_t>(it->second);
+    stats_.blocks_current -= 1;
+    stats_.frees_total += 1;
+    sizes_.erase(it);
+  }
+
+  MemoryStats snapshot() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocated_bytes_peak = stats_.allocated_bytes_current;
+    stats_.blocks_peak = stats_.blocks_current;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;
+  MemoryStats stats_;
+};
+
+Registry& registry() {
+  // Leaked on purpose: tensors may die after static destructors have run.
+  static Registry* instance = new Registry();
+  return *instance;
+}
+
+void free_block(void* ptr) {
+  if (ptr == nullptr) {
+    return;
+  }
+  registry().remove(ptr);
+  std::free(ptr);
+}
+
+class HostAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    const c10::Device device(kDeviceType, 0);
+    if (nbytes == 0) {
+      return {nullptr, nullptr, &free_block, device};
+    }
+    void* ptr = nullptr;
+    // Round up so the block size is a multiple of the alignment, as aligned_alloc wants.
+    const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    TORCH_CHECK(
+        rounded >= nbytes && posix_memalign(&ptr, kAlignment, rounded) == 0 && ptr != nullptr,
+        "mydev: not enough memory: you tried to allocate ",
+        nbytes,
+        " bytes.");
+    registry().add(ptr, nbytes);
+    return {ptr, ptr, &free_block, device};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_block;
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    if (count != 0) {
+      std::memcpy(dest, src, count);
+    }
+  }
+};
+
+HostAllocator g_allocator;
+
+} // namespace
+
+c10::Allocator* allocator() {
+  return &g_allocator;
+}
+
+MemoryStats memory_stats() {
+  return registry().snapshot();
+}
+
+void reset_peak_memory_stats() {
+  registry().reset_peak();
+}
+
+} // namespace mydev
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &mydev::g_allocator);

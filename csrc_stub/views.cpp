@@ -1,0 +1,43 @@
+// Metadata-only ops for PrivateUse1, bound to ATen's own native implementations: they
+// change sizes, strides, offsets or storage and never move data. Everything else on mydev
+// is registered from Python (torch_mydev/ops).
+#include "mydev.h"
+
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+namespace mydev {
+namespace {
+
+// aten::set_() gives `self` an empty storage; ATen's CPU version would take CPU's allocator.
+at::Tensor& set_empty_(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, allocator(), /*resizable=*/true);
+  return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(at::native::set_storage_cpu_));
+  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
+  m.impl("set_", TORCH_FN(set_empty_));
+  // Host memory from our allocator: ATen's CPU resize (allocate, memcpy, free) applies.
+  m.impl("resize_", TORCH_FN(at::native::resize_));
+}
+
+} // namespace mydev

@@ -1,0 +1,25 @@
+"""torch_mydev: a PyTorch PrivateUse1 device, renamed ``mydev``, with Python kernels.
+
+Importing the package loads the compiled stub (allocator, device guard, hooks, view ops),
+renames PrivateUse1 to ``mydev``, installs the ``torch.mydev`` module and the generated
+``Tensor.mydev()`` / ``Module.mydev()`` methods, and registers the Python kernels.
+Installed packages are loaded by ``import torch`` itself (device-backend autoload).
+"""
+
+import torch
+
+from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
+from torch_mydev import device_module as _device_module
+from torch_mydev.ops import registry as _registry
+
+DEVICE = "mydev"
+
+_device_module.install(DEVICE)
+_registry.register()
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: the import above did the work."""
+
+
+__all__ = ["DEVICE"]

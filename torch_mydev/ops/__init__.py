@@ -1,0 +1,1 @@
+"""torch.library registrations of mydev's Python kernels, one module per op family."""

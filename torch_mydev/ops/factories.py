@@ -1,0 +1,78 @@
+"""Factory kernels: ``empty.memory_format`` and ``empty_strided`` on mydev.
+
+Strides come from `torch_mydev.layout`; the bytes come from the stub's allocator through
+its one primitive, ``_C._empty_strided`` (storage sized as ATen's computeStorageNbytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from torch_mydev import _C, layout
+
+
+def _check_options(
+    device: torch.device | None, layout_: torch.layout | None, pin_memory: bool | None
+) -> int:
+    """Validate the TensorOptions a factory got and return the device index.
+
+    Mirrors what ATen's CPU/CUDA factories accept: strided layout only, no pinning of
+    device memory, and an existing device ordinal.
+    """
+    if layout_ is not None and layout_ != torch.strided:
+        raise RuntimeError(f"mydev supports only the strided layout, got {layout_}")
+    if pin_memory:
+        raise RuntimeError("Only dense CPU tensors can be pinned")
+    index = 0 if device is None or device.index is None else device.index
+    _C._check_device(index)
+    return index
+
+
+def empty_memory_format(
+    size: Sequence[int],
+    *,
+    dtype: torch.dtype | None = None,
+    layout: torch.layout | None = None,
+    device: torch.device | None = None,
+    pin_memory: bool | None = None,
+    memory_format: torch.memory_format | None = None,
+) -> torch.Tensor:
+    """aten::empty.memory_format: strides of `memory_format` (contiguous by default).
+
+    Mirrors at::detail::empty_generic: preserve_format is an error, channels_last needs
+    rank 4 and channels_last_3d rank 5 (layout.strides_for_memory_format raises).
+    """
+    index = _check_options(device, layout, pin_memory)
+    sizes = tuple(int(s) for s in size)
+    fmt = _memory_format(memory_format)
+    strides = _layout_strides(sizes, fmt)
+    return _C._empty_strided(sizes, strides, dtype or torch.get_default_dtype(), index)
+
+
+def empty_strided(
+    size: Sequence[int],
+    stride: Sequence[int],
+    *,
+    dtype: torch.dtype | None = None,
+    layout: torch.layout | None = None,
+    device: torch.device | None = None,
+    pin_memory: bool | None = None,
+) -> torch.Tensor:
+    """aten::empty_strided: exactly the requested sizes and strides, never changed."""
+    index = _check_options(device, layout, pin_memory)
+    sizes = tuple(int(s) for s in size)
+    strides = tuple(int(s) for s in stride)
+    return _C._empty_strided(sizes, strides, dtype or torch.get_default_dtype(), index)
+
+
+def _memory_format(memory_format: torch.memory_format | None) -> layout.MemoryFormat:
+    return layout.MemoryFormat.from_torch(memory_format)
+
+
+def _layout_strides(sizes: tuple[int, ...], fmt: layout.MemoryFormat) -> tuple[int, ...]:
+    if any(s < 0 for s in sizes):
+        # Let the allocator raise torch's own "negative dimension" error.
+        return layout.contiguous_strides(tuple(max(s, 0) for s in sizes))
+    return layout.strides_for_memory_format(sizes, fmt)
