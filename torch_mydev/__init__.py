@@ -6,7 +6,7 @@ renames PrivateUse1 to ``mydev``, installs the ``torch.mydev`` module and the ge
 Installed packages are loaded by ``import torch`` itself (device-backend autoload).
 """
 
-import torch
+import torch  # noqa: F401  (loads libtorch before the stub that links against it)
 
 from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
 from torch_mydev import device_module as _device_module

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import torch
 
-from torch_mydev import _C, layout
+from torch_mydev import _C
+from torch_mydev.layout import MemoryFormat, contiguous_strides, strides_for_memory_format
 
 
 def _check_options(
@@ -42,12 +43,11 @@ def empty_memory_format(
     """aten::empty.memory_format: strides of `memory_format` (contiguous by default).
 
     Mirrors at::detail::empty_generic: preserve_format is an error, channels_last needs
-    rank 4 and channels_last_3d rank 5 (layout.strides_for_memory_format raises).
+    rank 4 and channels_last_3d rank 5 (strides_for_memory_format raises).
     """
     index = _check_options(device, layout, pin_memory)
     sizes = tuple(int(s) for s in size)
-    fmt = _memory_format(memory_format)
-    strides = _layout_strides(sizes, fmt)
+    strides = _layout_strides(sizes, MemoryFormat.from_torch(memory_format))
     return _C._empty_strided(sizes, strides, dtype or torch.get_default_dtype(), index)
 
 
@@ -67,12 +67,8 @@ def empty_strided(
     return _C._empty_strided(sizes, strides, dtype or torch.get_default_dtype(), index)
 
 
-def _memory_format(memory_format: torch.memory_format | None) -> layout.MemoryFormat:
-    return layout.MemoryFormat.from_torch(memory_format)
-
-
-def _layout_strides(sizes: tuple[int, ...], fmt: layout.MemoryFormat) -> tuple[int, ...]:
+def _layout_strides(sizes: tuple[int, ...], fmt: MemoryFormat) -> tuple[int, ...]:
     if any(s < 0 for s in sizes):
         # Let the allocator raise torch's own "negative dimension" error.
-        return layout.contiguous_strides(tuple(max(s, 0) for s in sizes))
-    return layout.strides_for_memory_format(sizes, fmt)
+        return contiguous_strides(tuple(max(s, 0) for s in sizes))
+    return strides_for_memory_format(sizes, fmt)

@@ -1,0 +1,101 @@
+"""The torch.mydev module, the renamed device, generated methods, autoload and bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+
+def test_module_functions():
+    assert torch.mydev.is_available()
+    assert torch.mydev.device_count() == 1
+    assert torch.mydev.current_device() == 0
+    torch.mydev.set_device(0)
+    torch.mydev.set_device("mydev:0")
+    torch.mydev.synchronize()
+    assert torch._C._get_privateuse1_backend_name() == "mydev"
+
+
+@pytest.mark.parametrize("bad", [1, "mydev:1", torch.device("mydev", 3)])
+def test_bad_ordinal_is_a_runtime_error(bad):
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.mydev.set_device(bad)
+
+
+def test_other_device_type_is_rejected():
+    with pytest.raises(ValueError, match="expected a mydev device"):
+        torch.mydev.memory_allocated("cpu")
+
+
+def test_empty_on_device():
+    t = torch.empty(2, 3, device="mydev")
+    assert t.device == torch.device("mydev:0")
+    assert t.is_mydev and not t.is_cpu
+    assert t.dtype == torch.get_default_dtype()
+    assert (t.shape, t.stride(), t.storage_offset()) == ((2, 3), (3, 1), 0)
+    assert t.untyped_storage().data_ptr() % 64 == 0
+
+
+def test_generated_methods_exist():
+    assert hasattr(torch.Tensor, "mydev") and hasattr(torch.Tensor, "is_mydev")
+    assert hasattr(torch.nn.Module, "mydev")
+    assert hasattr(torch.UntypedStorage, "mydev")
+    assert torch.UntypedStorage(8, device="mydev").is_mydev
+
+
+def test_autoload_with_plain_import_torch():
+    """`import torch` alone loads the device through the torch.backends entry point."""
+    code = "import torch; t = torch.empty(3, device='mydev'); print(t.device, t.shape[0])"
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split() == ["mydev:0", "3"]
+
+
+def _raises_like_cpu(fn):
+    """Run `fn(device)` on CPU and on mydev; both must raise the same exception type."""
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with pytest.raises(Exception) as dev:
+        fn("mydev")
+    assert type(dev.value) is type(cpu.value), (cpu.value, dev.value)
+    return dev.value
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: torch.empty(-1, device=d),
+        lambda d: torch.empty(3, -2, device=d),
+        lambda d: torch.empty_strided((2, -1), (1, 1), device=d),
+        lambda d: torch.empty(2**62, 8, device=d),
+        lambda d: torch.empty(2**45, dtype=torch.uint8, device=d),
+        lambda d: torch.empty(2, 3, memory_format=torch.channels_last, device=d),
+        lambda d: torch.empty(2, 3, 4, 5, 6, memory_format=torch.channels_last, device=d),
+        lambda d: torch.empty(2, 3, memory_format=torch.preserve_format, device=d),
+    ],
+)
+def test_bad_sizes_raise_like_cpu(make):
+    assert isinstance(_raises_like_cpu(make), RuntimeError)
+
+
+def test_device_ordinal_one_raises():
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.empty(3, device="mydev:1")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.UntypedStorage(8, device="mydev:1")
+
+
+def test_manual_seed_reaches_mydev_generator():
+    torch.manual_seed(1234)
+    assert torch.mydev.initial_seed() == 1234
+    state = torch.mydev.get_rng_state()
+    torch.mydev.seed()
+    torch.mydev.set_rng_state(state)
+    assert torch.equal(torch.mydev.get_rng_state(), state)
+    assert torch.mydev.default_generator().device == torch.device("mydev:0")
+    g = torch.Generator(device="mydev")
+    assert g.device == torch.device("mydev:0")

@@ -1,0 +1,103 @@
+"""Allocator: alignment, statistics, resizable storage, and memory back to baseline."""
+
+import gc
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+SIZES = [0, 1, 7, 63, 64, 65, 4096, 1 << 20]
+
+
+def stats():
+    gc.collect()
+    return torch.mydev.memory_stats()
+
+
+@pytest.mark.parametrize("nbytes", SIZES)
+def test_untyped_storage_allocates_and_returns_to_baseline(nbytes):
+    before = torch.mydev.memory_allocated()
+    storage = torch.UntypedStorage(nbytes, device="mydev")
+    assert storage.nbytes() == nbytes
+    assert storage.device == torch.device("mydev", 0)
+    assert torch.mydev.memory_allocated() == before + nbytes
+    if nbytes:
+        assert storage.data_ptr() % 64 == 0
+    else:
+        assert storage.data_ptr() == 0
+    del storage
+    assert torch.mydev.memory_allocated() == before
+
+
+@given(
+    st.lists(st.integers(0, 9), min_size=0, max_size=4),
+    st.sampled_from([torch.bool, torch.uint8, torch.int16, torch.float32, torch.complex128]),
+)
+def test_tensors_return_memory_to_baseline(sizes, dtype):
+    before = stats()
+    t = torch.empty(sizes, dtype=dtype, device="mydev")
+    nbytes = t.numel() * t.element_size()
+    after = torch.mydev.memory_stats()
+    assert after["allocated_bytes.all.current"] == before["allocated_bytes.all.current"] + nbytes
+    assert after["allocation.all.allocated"] == before["allocation.all.allocated"] + (nbytes > 0)
+    del t
+    assert stats()["allocated_bytes.all.current"] == before["allocated_bytes.all.current"]
+
+
+def test_peak_counts_and_reset():
+    torch.mydev.reset_peak_memory_stats()
+    base = torch.mydev.memory_allocated()
+    assert torch.mydev.max_memory_allocated() == base
+    a = torch.empty(1000, dtype=torch.uint8, device="mydev")
+    b = torch.empty(500, dtype=torch.uint8, device="mydev")
+    blocks = torch.mydev.memory_stats()["allocation.all.current"]
+    del a
+    assert torch.mydev.max_memory_allocated() == base + 1500
+    assert torch.mydev.memory_stats()["allocation.all.current"] == blocks - 1
+    torch.mydev.reset_peak_memory_stats()
+    assert torch.mydev.max_memory_allocated() == base + 500
+    del b
+    assert torch.mydev.memory_allocated() == base
+
+
+def test_stats_use_torch_cuda_names():
+    expected = {
+        f"{kind}.all.{counter}"
+        for kind in ("allocated_bytes", "allocation")
+        for counter in ("current", "peak", "allocated", "freed")
+    }
+    assert set(torch.mydev.memory_stats()) == expected
+
+
+def test_tensor_resize_grows_storage_and_keeps_bytes():
+    before = torch.mydev.memory_allocated()
+    t = torch.empty(0, device="mydev")
+    t.resize_(10)
+    assert t.shape == (10,) and t.stride() == (1,)
+    assert torch.mydev.memory_allocated() == before + 40
+    ptr = t.untyped_storage().data_ptr()
+    t.resize_(4, 5)
+    assert t.stride() == (5, 1)
+    assert t.untyped_storage().nbytes() == 80
+    assert t.untyped_storage().data_ptr() != ptr
+    assert torch.mydev.memory_allocated() == before + 80
+    del t
+    assert stats()["allocated_bytes.all.current"] == before
+
+
+def test_storage_resize_through_hooks():
+    before = torch.mydev.memory_allocated()
+    storage = torch.UntypedStorage(16, device="mydev")
+    storage.resize_(100)
+    assert storage.nbytes() == 100
+    assert torch.mydev.memory_allocated() == before + 100
+    storage.resize_(0)
+    assert torch.mydev.memory_allocated() == before
+    del storage
+
+
+def test_resize_as_follows_cpu():
+    cpu = torch.empty(2, 3).resize_as_(torch.empty(4, 5).t())
+    dev = torch.empty(2, 3, device="mydev").resize_as_(torch.empty(4, 5, device="mydev").t())
+    assert dev.shape == cpu.shape and dev.stride() == cpu.stride()
