@@ -1,0 +1,1 @@
+"""Tests of torch_mydev.layout against the flags and strides torch reports on CPU."""
