@@ -26,4 +26,6 @@ def test_doc_examples_run(path):
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     runner = doctest.DocTestRunner(optionflags=flags)
     runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0
+    assert result.attempted == len(test.examples)

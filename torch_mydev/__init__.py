@@ -10,6 +10,7 @@ import torch  # noqa: F401  (loads libtorch before the stub that links against i
 
 from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
 from torch_mydev import device_module as _device_module
+from torch_mydev.iterator import Report, explain
 from torch_mydev.ops import registry as _registry
 
 DEVICE = "mydev"
@@ -22,4 +23,4 @@ def _autoload() -> None:
     """Entry point of the ``torch.backends`` group: the import above did the work."""
 
 
-__all__ = ["DEVICE"]
+__all__ = ["DEVICE", "Report", "explain"]

@@ -1,0 +1,53 @@
+"""Decides elementwise layouts: a pure-Python TensorIterator build, DIPU's OpInferrer, explain.
+
+Sizes, strides and dtypes in; a ``Plan`` out (output strides to allocate, the coalesced
+fastest-first iteration a kernel walks). No tensor memory is touched. One module per step:
+
+- ``operands``: ``OperandSpec`` and ``IteratorConfig`` (+ the ATen builder presets)
+- ``promotion``: ``promote_types`` / ``result_type`` / ``can_cast``
+- ``shape``: ``infer_size``, ``compute_shape``, ``mark_resize_outputs``
+- ``dtypes``: ``compute_types`` (common dtype, CPU cast temporaries)
+- ``fast_setup``: ``compute_fast_setup_type`` / ``fast_set_up``
+- ``strides``: ``compute_strides``, ``reorder_dimensions``, ``allocate_or_resize_outputs``
+- ``coalesce``: ``coalesce_dimensions``, ``get_dim_to_split``
+- ``plan``: ``Plan`` and ``build`` (the steps in ATen's order)
+- ``dim_counter``: ``DimCounter`` and ``serial_for_each`` (2-D blocks for kernels)
+- ``opinferrer``: DIPU's ``compute_perm`` / ``compute_memory_format`` and its fast path
+- ``explain``: ``explain(op, *args, **kwargs) -> Report``
+"""
+
+from .dim_counter import Block, DimCounter, serial_for_each
+from .explain import Report, explain
+from .operands import (
+    IteratorConfig,
+    OperandSpec,
+    binary_float_op_config,
+    binary_op_config,
+    comparison_op_config,
+    copy_config,
+    unary_float_op_config,
+    unary_op_config,
+)
+from .plan import Plan, build
+from .promotion import can_cast, promote_types, result_type
+
+__all__ = [
+    "Block",
+    "DimCounter",
+    "IteratorConfig",
+    "OperandSpec",
+    "Plan",
+    "Report",
+    "binary_float_op_config",
+    "binary_op_config",
+    "build",
+    "can_cast",
+    "comparison_op_config",
+    "copy_config",
+    "explain",
+    "promote_types",
+    "result_type",
+    "serial_for_each",
+    "unary_float_op_config",
+    "unary_op_config",
+]

@@ -1,0 +1,310 @@
+"""Decides nothing new: shows, step by step, how a torch call's output layout is decided.
+
+``explain(op, *args, **kwargs)`` reads sizes, strides and dtypes off the arguments (any
+tensors, any device; Python numbers allowed where torch takes them), runs the same rules the
+device uses -- the TensorIterator ``build`` of ``plan.py`` and, for ``contiguous`` / ``clone``
+/ ``empty_like``, the memory-format rules of ``torch_mydev.layout`` first -- and returns a
+``Report`` whose ``str()`` is a table of every step in order.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from torch_mydev import layout
+
+from . import describe
+from .operands import (
+    IteratorConfig,
+    OperandSpec,
+    binary_float_op_config,
+    binary_op_config,
+    comparison_op_config,
+    copy_config,
+    unary_float_op_config,
+    unary_op_config,
+)
+from .plan import Plan, build
+
+__all__ = ["Report", "explain"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``explain`` found for one call.
+
+    ``shape`` / ``output_strides`` / ``dtype`` describe the (first) output. ``fast_setup``,
+    ``perm``, ``stride_bytes`` (per operand, original order), ``coalesced_shape`` and
+    ``coalesced_stride_bytes`` (fastest first) come from the TensorIterator plan and are None
+    when the call builds none (``empty_like``, or ``contiguous`` returning its input).
+    ``steps`` lists ``(step, decision)`` in the order the decisions are made.
+    """
+
+    op: str
+    shape: tuple[int, ...]
+    output_strides: tuple[int, ...]
+    dtype: torch.dtype
+    fast_setup: str | None
+    perm: tuple[int, ...] | None
+    stride_bytes: tuple[tuple[int, ...], ...] | None
+    coalesced_shape: tuple[int, ...] | None
+    coalesced_stride_bytes: tuple[tuple[int, ...], ...] | None
+    steps: tuple[tuple[str, str], ...]
+    plan: Plan | None = None
+
+    def __str__(self) -> str:
+        """A header naming the output layout, then one row per step."""
+        head = (
+            f"{self.op}: output {describe.sizes(self.shape)} "
+            f"strides {describe.strides(self.output_strides)} {describe.dtype(self.dtype)}"
+        )
+        width = max(len("step"), *(len(name) for name, _ in self.steps))
+        rows = [head, f"{'step'.ljust(width)} | decision", f"{'-' * width}-+-{'-' * 8}"]
+        for name, text in self.steps:
+            lines = _pack(text.split("; "), _LINE_WIDTH - width - 3)
+            rows.append(f"{name.ljust(width)} | {lines[0]}")
+            rows += [f"{' ' * width} | {line}" for line in lines[1:]]
+        return "\n".join(rows)
+
+
+_LINE_WIDTH = 100
+
+
+def _pack(parts: list[str], width: int) -> list[str]:
+    """Join ``parts`` with "; " into lines of at most ``width`` characters where possible."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            lines[-1] += ";"
+            lines.append(part)
+    return lines
+
+
+def _spec(value: Any, *, is_output: bool = False, is_read_write: bool = False) -> OperandSpec:
+    """An operand from a tensor (any device) or a Python number (a wrapped number)."""
+    if isinstance(value, torch.Tensor):
+        return OperandSpec(
+            tuple(value.shape),
+            tuple(value.stride()),
+            value.dtype,
+            is_output=is_output,
+            is_read_write=is_read_write,
+        )
+    if isinstance(value, bool):
+        return OperandSpec((), (), torch.bool, is_scalar=True)
+    if isinstance(value, int):
+        return OperandSpec((), (), torch.int64, is_scalar=True)
+    if isinstance(value, float):
+        return OperandSpec((), (), torch.float64, is_scalar=True)
+    if isinstance(value, complex):
+        return OperandSpec((), (), torch.complex128, is_scalar=True)
+    raise TypeError(f"explain: expected a tensor or a Python number, got {type(value).__name__}")
+
+
+def _memory_format(value: torch.memory_format | None, default: layout.MemoryFormat):
+    """A ``torch.memory_format`` keyword as ``layout.MemoryFormat``."""
+    return default if value is None else layout.MemoryFormat.from_torch(value)
+
+
+def _format_name(fmt: layout.MemoryFormat) -> str:
+    """The name torch gives a memory format: ``channels_last``, ``contiguous_format``..."""
+    return fmt.value
+
+
+# Which TensorIterator builder each supported torch function uses, by function name.
+_BINARY = ("add", "sub", "subtract", "mul", "multiply")
+_DIVISION = ("div", "divide", "true_divide")
+_COMPARISON = (
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "not_equal", "less", "less_equal", "greater", "greater_equal",
+)  # fmt: skip
+_UNARY = ("neg", "negative")
+_UNARY_FLOAT = ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid")
+_OPERATOR = {
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.eq: "eq",
+    operator.ne: "ne",
+    operator.lt: "lt",
+    operator.le: "le",
+    operator.gt: "gt",
+    operator.ge: "ge",
+    operator.neg: "neg",
+}
+
+
+def _op_name(op: Callable[..., Any]) -> tuple[str, bool]:
+    """The torch op name of ``op`` and whether it is the in-place form."""
+    if op in _OPERATOR:
+        return _OPERATOR[op], False
+    name = getattr(op, "__name__", None)
+    known = (*_BINARY, *_DIVISION, *_COMPARISON, *_UNARY, *_UNARY_FLOAT)
+    for candidate in known:
+        for owner in (torch, torch.Tensor):
+            if getattr(owner, candidate, None) is op:
+                return candidate, False
+        inplace = getattr(torch.Tensor, candidate + "_", None)
+        if inplace is not None and inplace is op:
+            return candidate, True
+    raise NotImplementedError(f"explain does not know the op {name or op!r}")
+
+
+def _elementwise_config(name: str, kwargs: dict[str, Any], out: Any) -> IteratorConfig:
+    """The TensorIterator config ATen builds for ``name`` with these keyword arguments."""
+    default = torch.get_default_dtype()
+    if name in _BINARY:
+        return binary_op_config(default_dtype=default)
+    if name in _DIVISION:
+        if kwargs.get("rounding_mode") is None:
+            return binary_float_op_config(default_dtype=default)
+        return binary_op_config(default_dtype=default)
+    if name in _COMPARISON:
+        return comparison_op_config(None if out is None else out.dtype, default_dtype=default)
+    if name in _UNARY:
+        return unary_op_config()
+    return unary_float_op_config(default_dtype=default)
+
+
+def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Report:
+    """Binary, comparison and unary ops: one TensorIterator build."""
+    name, inplace = _op_name(op)
+    allowed = {"out", "alpha", "rounding_mode"}
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise TypeError(f"explain({name}) got unexpected keyword arguments {sorted(unknown)}")
+    out = args[0] if inplace else kwargs.get("out")
+    config = _elementwise_config(name, kwargs, out)
+    inputs = [_spec(a) for a in args]
+    if inplace:
+        output = _spec(args[0], is_output=True, is_read_write=True)
+    elif out is not None:
+        output = _spec(out, is_output=True, is_read_write=any(out is a for a in args))
+    else:
+        output = OperandSpec.output()
+    plan = build([output, *inputs], config)
+    label = name + ("_" if inplace else "")
+    return _report(label, plan)
+
+
+def _report(label: str, plan: Plan, before: tuple[tuple[str, str], ...] = ()) -> Report:
+    """A report of ``plan``'s first output, with ``before`` steps ahead of the build's."""
+    return Report(
+        op=label,
+        shape=plan.shape,
+        output_strides=plan.output_strides[0],
+        dtype=plan.output_dtypes[0],
+        fast_setup=plan.fast_setup,
+        perm=plan.perm,
+        stride_bytes=plan.stride_bytes,
+        coalesced_shape=plan.coalesced_shape,
+        coalesced_stride_bytes=plan.coalesced_stride_bytes,
+        steps=before + plan.steps,
+        plan=plan,
+    )
+
+
+def _no_plan(label: str, t: torch.Tensor, out_strides: tuple[int, ...], steps) -> Report:
+    """A report for a call that builds no iterator."""
+    return Report(
+        op=label,
+        shape=tuple(t.shape),
+        output_strides=tuple(out_strides),
+        dtype=t.dtype,
+        fast_setup=None,
+        perm=None,
+        stride_bytes=None,
+        coalesced_shape=None,
+        coalesced_stride_bytes=None,
+        steps=tuple(steps),
+    )
+
+
+def _empty_like_strides(t: torch.Tensor, fmt: layout.MemoryFormat) -> tuple[tuple[int, ...], str]:
+    """Strides ``empty_like(t, memory_format=fmt)`` gives, and why."""
+    sizes, strides = tuple(t.shape), tuple(t.stride())
+    if fmt is layout.MemoryFormat.PRESERVE:
+        new = tuple(layout.preserve_format_strides(sizes, strides))
+        if layout.is_non_overlapping_and_dense(sizes, strides):
+            why = "preserve_format, input non-overlapping and dense: keep its strides"
+        else:
+            why = "preserve_format, input not dense: infer_dense_strides"
+        return new, f"{why} -> {describe.strides(new)}"
+    new = tuple(layout.strides_for_memory_format(sizes, fmt))
+    return new, f"{_format_name(fmt)} -> {describe.strides(new)}"
+
+
+def _explain_copy(dst: torch.Tensor, src: torch.Tensor) -> Report:
+    """``dst.copy_(src)``: the early exit for the same tensor, else the copy iterator."""
+    if dst is src:
+        steps = [("copy_", "self is src: returns self, nothing copied")]
+        return _no_plan("copy_", dst, tuple(dst.stride()), steps)
+    return _report("copy_", build([_spec(dst, is_output=True), _spec(src)], copy_config()))
+
+
+def _explain_copy_into_new(
+    label: str, t: torch.Tensor, strides: tuple[int, ...], before: tuple[tuple[str, str], ...]
+) -> Report:
+    """``empty_like`` gave a new tensor with ``strides``; ``copy_`` fills it from ``t``."""
+    dst = OperandSpec(tuple(t.shape), strides, t.dtype, is_output=True)
+    return _report(label, build([dst, _spec(t)], copy_config()), before)
+
+
+def _explain_layout_op(name: str, args: tuple, kwargs: dict[str, Any]) -> Report:
+    """``contiguous``, ``clone`` and ``empty_like``: a memory-format rule, then maybe a copy."""
+    if len(args) != 1 or not isinstance(args[0], torch.Tensor):
+        raise TypeError(f"explain({name!r}, tensor, memory_format=...) takes one tensor")
+    unknown = set(kwargs) - {"memory_format"}
+    if unknown:
+        raise TypeError(f"explain({name!r}) got unexpected keyword arguments {sorted(unknown)}")
+    (t,) = args
+    sizes, strides = tuple(t.shape), tuple(t.stride())
+    if name == "contiguous":
+        fmt = _memory_format(kwargs.get("memory_format"), layout.MemoryFormat.CONTIGUOUS)
+        if layout.is_contiguous_for(sizes, strides, fmt):
+            decision = f"is_contiguous({_format_name(fmt)}) holds: returns self"
+            return _no_plan(name, t, strides, [("contiguous", decision)])
+        if fmt is layout.MemoryFormat.PRESERVE:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        first = ("contiguous", f"not {_format_name(fmt)}-contiguous: clone into a new tensor")
+        new, why = _empty_like_strides(t, fmt)
+        return _explain_copy_into_new(name, t, new, (first, ("empty_like", why)))
+    if name == "clone":
+        fmt = _memory_format(kwargs.get("memory_format"), layout.MemoryFormat.PRESERVE)
+        new, why = _empty_like_strides(t, fmt)
+        return _explain_copy_into_new(name, t, new, (("empty_like", why),))
+    fmt = _memory_format(kwargs.get("memory_format"), layout.MemoryFormat.PRESERVE)
+    new, why = _empty_like_strides(t, fmt)
+    return _no_plan(name, t, new, [("empty_like", why)])
+
+
+def explain(op: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> Report:
+    """Explain how the output layout of ``op(*args, **kwargs)`` is decided, step by step.
+
+    ``op`` is a torch function (``torch.add``, ``torch.sub``, ``torch.mul``, ``torch.div``,
+    comparisons such as ``torch.eq``, unary ops such as ``torch.neg`` / ``torch.sqrt``; their
+    ``Tensor`` methods, in-place ``Tensor.add_`` forms and ``operator`` equivalents too) or
+    one of ``"copy_"`` (``explain("copy_", dst, src)``), ``"contiguous"``, ``"clone"``,
+    ``"empty_like"`` (each taking ``memory_format=``). Nothing is computed or allocated:
+    only sizes, strides and dtypes are read.
+    """
+    if isinstance(op, str):
+        if op == "copy_":
+            if len(args) != 2 or kwargs:
+                raise TypeError("explain('copy_', dst, src) takes two tensors")
+            dst, src = args
+            if not isinstance(dst, torch.Tensor) or not isinstance(src, torch.Tensor):
+                raise TypeError("explain('copy_', dst, src) takes two tensors")
+            return _explain_copy(dst, src)
+        if op in ("contiguous", "clone", "empty_like"):
+            return _explain_layout_op(op, args, kwargs)
+        raise NotImplementedError(f"explain does not know the op {op!r}")
+    return _explain_elementwise(op, args, kwargs)
