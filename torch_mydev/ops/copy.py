@@ -147,3 +147,9 @@ def _private_copy(src: torch.Tensor) -> torch.Tensor:
     tmp = torch.empty_strided(tuple(src.shape), strides, dtype=src.dtype, device=src.device)
     run_plan(copy_plan(tmp, src), tmp, src)
     return tmp
+
+
+def local_scalar_dense(self: torch.Tensor) -> bool | int | float | complex:
+    """aten::_local_scalar_dense (``Tensor.item()``): the one element, read via a CPU copy."""
+    out = torch.empty(tuple(self.shape), dtype=self.dtype)
+    return copy_(out, self).item()

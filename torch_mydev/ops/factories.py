@@ -1,4 +1,4 @@
-"""Factory kernels: ``empty.memory_format`` and ``empty_strided`` on mydev.
+"""Factory kernels: ``empty.memory_format``, ``empty_strided`` and ``empty_like`` on mydev.
 
 Strides come from `torch_mydev.layout`; the bytes come from the stub's allocator through
 its one primitive, ``_C._empty_strided`` (storage sized as ATen's computeStorageNbytes).
@@ -11,7 +11,12 @@ from collections.abc import Sequence
 import torch
 
 from torch_mydev import _C
-from torch_mydev.layout import MemoryFormat, contiguous_strides, strides_for_memory_format
+from torch_mydev.layout import (
+    MemoryFormat,
+    contiguous_strides,
+    preserve_format_strides,
+    strides_for_memory_format,
+)
 
 
 def _check_options(
@@ -72,3 +77,48 @@ def _layout_strides(sizes: tuple[int, ...], fmt: MemoryFormat) -> tuple[int, ...
         # Let the allocator raise torch's own "negative dimension" error.
         return contiguous_strides(tuple(max(s, 0) for s in sizes))
     return strides_for_memory_format(sizes, fmt)
+
+
+def like_strides(
+    sizes: tuple[int, ...], strides: tuple[int, ...], memory_format: torch.memory_format | None
+) -> tuple[int, ...]:
+    """Strides of a new tensor made "like" one of `sizes`/`strides` in `memory_format`.
+
+    The rule of empty_like, clone and _to_copy (TensorFactories.cpp, TensorConversions.cpp):
+    preserve_format (the default) keeps the strides of a non-overlapping-and-dense tensor and
+    otherwise uses infer_dense_strides; any other format gives that format's strides.
+    """
+    fmt = MemoryFormat.from_torch(
+        torch.preserve_format if memory_format is None else memory_format
+    )
+    if fmt is MemoryFormat.PRESERVE:
+        return preserve_format_strides(sizes, strides)
+    return strides_for_memory_format(sizes, fmt)
+
+
+def allocate(
+    sizes: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """An uninitialised strided tensor on mydev (our allocator) or on CPU (torch's)."""
+    if device.type == "cpu":
+        return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+    index = 0 if device.index is None else device.index
+    return _C._empty_strided(sizes, strides, dtype, index)
+
+
+def empty_like(
+    self: torch.Tensor,
+    *,
+    dtype: torch.dtype | None = None,
+    layout: torch.layout | None = None,
+    device: torch.device | None = None,
+    pin_memory: bool | None = None,
+    memory_format: torch.memory_format | None = None,
+) -> torch.Tensor:
+    """aten::empty_like: sizes of `self`, strides from `like_strides`, options merged in."""
+    target = self.device if device is None else torch.device(device)
+    if target.type != "cpu":
+        _check_options(target, layout, pin_memory)
+    sizes = tuple(self.shape)
+    strides = like_strides(sizes, self.stride(), memory_format)
+    return allocate(sizes, strides, dtype or self.dtype, target)

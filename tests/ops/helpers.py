@@ -1,0 +1,81 @@
+"""Pairs of equal tensors on CPU and on mydev, for differential tests of the ops."""
+
+from __future__ import annotations
+
+import torch
+from layout.strategies import storage_elements
+
+ALL_DTYPES = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+    torch.complex128,
+)
+
+
+def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.Tensor:
+    """`n` CPU values of `dtype` that every cast we test converts without undefined behaviour.
+
+    Floats are in [low, 100) (so float -> int stays in range; pass low=0 for uint8 targets)
+    and include -0.0; integers and bools come from the same range.
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, generator=g, dtype=torch.float64) * (100.0 - low) + low
+    if n:
+        x[0] = -0.0
+    if dtype.is_complex:
+        y = torch.rand(n, generator=g, dtype=torch.float64) * 200.0 - 100.0
+        return torch.complex(x, y).to(dtype)
+    if dtype.is_floating_point:
+        return x.to(dtype)
+    if dtype == torch.bool:
+        return x > 0
+    return x.trunc().clamp(min=0 if dtype == torch.uint8 else -100).to(dtype)
+
+
+def view_pair(
+    view: tuple[tuple[int, ...], tuple[int, ...], int],
+    dtype: torch.dtype,
+    seed: int = 0,
+    low: float = -100.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same strided view over the same values, once on CPU and once on mydev."""
+    sizes, strides, offset = view
+    base = values(max(storage_elements(sizes, strides, offset), 1), dtype, seed, low)
+    cpu = base.as_strided(sizes, strides, offset)
+    dev = base.to("mydev").as_strided(sizes, strides, offset)
+    return cpu, dev
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-exact equality of two tensors of one dtype (NaNs and -0.0 included)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return torch.equal(_flat_bytes(a), _flat_bytes(b))
+
+
+def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
+    flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.cpu().reshape(-1))
+    return flat.view(torch.uint8)
+
+
+def same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Sizes, strides, storage offset, dtype and contiguity flags all equal."""
+    formats = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+    flags_a = [a.is_contiguous(memory_format=f) for f in formats]
+    flags_b = [b.is_contiguous(memory_format=f) for f in formats]
+    return (
+        a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.storage_offset() == b.storage_offset()
+        and a.dtype == b.dtype
+        and flags_a == flags_b
+    )
