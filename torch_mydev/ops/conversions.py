@@ -16,8 +16,8 @@ from torch_mydev.ops.factories import allocate, like_strides
 def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = None) -> torch.Tensor:
     """aten::clone: a new tensor laid out by ``like_strides`` (preserve by default), copied."""
     sizes = tuple(self.shape)
-    out = allocate(sizes, like_strides(sizes, self.stride(), memory_format), self.dtype, self.device)
-    return copy_(out, self)
+    strides = like_strides(sizes, self.stride(), memory_format)
+    return copy_(allocate(sizes, strides, self.dtype, self.device), self)
 
 
 def _to_copy(

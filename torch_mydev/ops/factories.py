@@ -88,9 +88,7 @@ def like_strides(
     preserve_format (the default) keeps the strides of a non-overlapping-and-dense tensor and
     otherwise uses infer_dense_strides; any other format gives that format's strides.
     """
-    fmt = MemoryFormat.from_torch(
-        torch.preserve_format if memory_format is None else memory_format
-    )
+    fmt = MemoryFormat.from_torch(torch.preserve_format if memory_format is None else memory_format)
     if fmt is MemoryFormat.PRESERVE:
         return preserve_format_strides(sizes, strides)
     return strides_for_memory_format(sizes, fmt)
