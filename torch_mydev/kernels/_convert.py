@@ -1,0 +1,253 @@
+"""Decides how one element value becomes another dtype, bit for bit as torch CPU (numba loops).
+
+A cast runs in two steps over a contiguous chunk, so that numba compiles a few dozen small
+loops instead of one loop per (source dtype, destination dtype) pair:
+
+1. *read*: the source chunk becomes a **canonical** chunk that holds every source value
+   exactly -- int64 for bool and the integer types, float32 for float16/bfloat16 (the bit
+   patterns ``c10::Half`` / ``c10::BFloat16`` widen to), and the source array itself for
+   int64, float32, float64 and complex (a complex chunk is read as interleaved real/imag
+   floats, ``step`` 2). float32 sources are never widened to float64: widening quiets a
+   signalling NaN, and torch keeps it when it only copies the real part of a complex64 or
+   widens a bfloat16.
+2. *write*: the canonical chunk is converted into the destination storage type. Every rule is
+   ``c10::convert`` / ``c10::static_cast_with_inter_type``:
+
+   - to bool: ``v != 0``; complex: ``re != 0 or im != 0`` (NaN is true);
+   - to integers from integers: two's-complement wrap (the low bytes);
+   - to integers from floating values: truncation toward zero, through int64 for uint8 and
+     int64 (c10's uint8 specialisation) and through int32 for int8, int16 and int32 (x86
+     ``cvttss2si``). Out of range is undefined in C++; here it is deterministic and equal
+     to what torch does on x86: a value (NaN, +-inf included) that does not fit the
+     intermediate becomes its minimum (INT64_MIN or INT32_MIN), which is then wrapped;
+   - to float32/float64: the C++ conversion (int64 to float32 rounds once, directly);
+   - to float16/bfloat16: through float32 first, as ``c10::Half(float)`` and
+     ``c10::BFloat16(float)`` take a float -- so float64 and int64 sources round twice,
+     which is what torch does;
+   - complex to real keeps the real part; real to complex sets the imaginary part to 0.
+
+Half and bfloat16 are uint16 bit patterns (numba has no CPU float16):
+
+- float32 -> bfloat16 is ``c10::detail::round_to_nearest_even``: add ``0x7FFF`` plus the
+  lowest kept bit, keep the high half; every NaN becomes ``0x7FC0``.
+- float32 -> float16 rounds to nearest even, with subnormals and overflow to infinity, and a
+  NaN keeps its sign and top ten payload bits with the quiet bit set (x86 F16C
+  ``vcvtps2ph``, which ``c10::Half`` uses).
+- float16 -> float32 is exact; a NaN keeps its payload and gets the quiet bit (F16C
+  ``vcvtph2ps``). bfloat16 -> float32 is the 16-bit shift, no quieting.
+
+These are torch's scalar conversions. torch's vectorised x86 loops (AVX2 and AVX512 builds;
+not ``ATEN_CPU_CAPABILITY=default``) write other NaN bits in three places, measured on torch
+2.13:
+
+- float32 -> bfloat16 where ``reduced_float_copy_kernel`` runs vectorised (destination
+  stride 2 and source stride 4 along dim 0): every NaN is ``0xFFFF``. The rule depends only
+  on the plan, so ``copy.py`` follows it (``nan_bits``); a broadcast source (stride 0), a
+  0-dim copy and every other layout get ``0x7FC0``.
+- float64 -> bfloat16 with both operands contiguous along dim 0: ``0xFFFF`` in whole blocks
+  of 16 from the start of each inner loop, ``0x7FC0`` in the rest;
+- float16 -> float32, contiguous: ``0x7FFFFFFF`` in the masked tail of each inner loop.
+
+The last two depend on vector widths and on how torch splits the loop among its threads;
+these kernels give the scalar bits there. The value is NaN either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INT64_MIN = -(1 << 63)
+INT32_MIN = -(1 << 31)
+
+# Routes from a floating value to an integer destination (``c10::convert``).
+VIA_INT64 = 0  # uint8 (c10's explicit int64 step) and int64
+VIA_INT32 = 1  # int8, int16, int32: the 32-bit truncating conversion
+
+# NaN bits of a bfloat16: c10's scalar conversion, and torch's vectorised float32 loop.
+BFLOAT16_NAN = 0x7FC0
+BFLOAT16_VECTOR_NAN = 0xFFFF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float_to_int64(x: float) -> int:
+    """Truncate toward zero; NaN and values outside int64 give INT64_MIN (x86 ``cvttsd2si``)."""
+    if x >= -9.223372036854775808e18 and x < 9.223372036854775808e18:
+        return np.int64(x)
+    return np.int64(INT64_MIN)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float_to_int32(x: float) -> int:
+    """Truncate toward zero; NaN and values outside int32 give INT32_MIN (x86 ``cvttss2si``)."""
+    if x > -2147483649.0 and x < 2147483648.0:
+        return np.int64(x)
+    return np.int64(INT32_MIN)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float32_to_bfloat16_bits(x: float, nan_bits: int) -> int:
+    """``c10::detail::round_to_nearest_even``: float32 to bfloat16 bits; NaN is ``nan_bits``
+    (c10's 0x7FC0, or 0xFFFF where torch's vector loop runs)."""
+    if x != x:
+        return np.uint16(nan_bits)
+    u = np.int64(np.float32(x).view(np.uint32))
+    return np.uint16((u + 0x7FFF + ((u >> 16) & 1)) >> 16)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float32_to_half_bits(x: float) -> int:
+    """``c10::Half(float)``: round to nearest even, subnormals, overflow to inf, F16C NaNs.
+
+    The arithmetic of ``c10::detail::fp16_ieee_from_fp32_value``: scaling |x| up by 2**112
+    and down by 2**-110 lets the float unit round the mantissa (and saturate to infinity);
+    adding a power of two aligned with the result's exponent shifts the half's mantissa into
+    the low float bits. Branch-free, so the loop vectorises. NaNs take F16C's rule instead of
+    the canonical 0x7E00: sign, quiet bit and the top ten payload bits.
+    """
+    w = np.int64(np.float32(x).view(np.uint32))
+    shl1 = (w + w) & 0xFFFFFFFF
+    sign = (w >> 16) & 0x8000
+    bias = shl1 & 0xFF000000
+    if bias < 0x71000000:
+        bias = 0x71000000
+    base = np.abs(np.float32(x)) * np.float32(2.0**112) * np.float32(2.0**-110)
+    base = np.uint32((bias >> 1) + 0x07800000).view(np.float32) + base
+    bits = np.int64(np.float32(base).view(np.uint32))
+    nonsign = ((bits >> 13) & 0x7C00) + (bits & 0x0FFF)
+    if shl1 > 0xFF000000:  # NaN
+        nonsign = 0x7E00 | ((w >> 13) & 0x3FF)
+    return np.uint16(sign | nonsign)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def half_bits_to_float32_bits(h: int) -> int:
+    """``c10::Half`` to float, exact (``c10::detail::fp16_ieee_to_fp32_value``).
+
+    Normal halves (and inf/NaN) move their exponent and mantissa into place and rescale by
+    2**-112; a NaN comes out of that multiply quiet with its payload, as F16C ``vcvtph2ps``
+    gives. Subnormal halves are ``mantissa * 2**-24`` built as ``magic - 0.5``. Branch-free.
+    """
+    w = np.int64(h) << 16
+    sign = w & 0x80000000
+    two_w = (w + w) & 0xFFFFFFFF
+    normal = np.uint32((two_w >> 4) + 0x70000000).view(np.float32) * np.float32(2.0**-112)
+    subnormal = np.uint32((two_w >> 17) | 0x3F000000).view(np.float32) - np.float32(0.5)
+    if two_w < (1 << 27):
+        magnitude = np.int64(np.float32(subnormal).view(np.uint32))
+    else:
+        magnitude = np.int64(np.float32(normal).view(np.uint32))
+    return np.uint32(sign | magnitude)
+
+
+# ---- read: source storage -> canonical ------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def read_integral(out: np.ndarray, src: np.ndarray, is_bool: bool, n: int) -> None:
+    """bool/uint8/int8/int16/int32 to int64 (``static_cast<int64_t>``; bool bytes as 0/1)."""
+    if is_bool:
+        for i in range(n):
+            out[i] = 1 if src[i] != 0 else 0
+    else:
+        for i in range(n):
+            out[i] = src[i]
+
+
+@njit(cache=True, nogil=True)
+def read_reduced(out_bits: np.ndarray, src: np.ndarray, is_bfloat16: bool, n: int) -> None:
+    """float16/bfloat16 bit patterns to float32 bit patterns (exact widening)."""
+    if is_bfloat16:
+        for i in range(n):
+            out_bits[i] = np.uint32(src[i]) << 16
+    else:
+        for i in range(n):
+            out_bits[i] = half_bits_to_float32_bits(src[i])
+
+
+# ---- write: canonical -> destination storage ------------------------------------------------
+# Each write has a loop for step 1 (real canonical) and one for step 2 (interleaved complex,
+# real part at 2*i): a constant step lets LLVM vectorise, a runtime one does not.
+
+
+@njit(cache=True, nogil=True)
+def write_bool(dst: np.ndarray, canon: np.ndarray, step: int, n: int) -> None:
+    """To bool: ``v != 0``; with ``step`` 2 (complex) either part nonzero."""
+    if step == 2:
+        for i in range(n):
+            dst[i] = 1 if (canon[2 * i] != 0 or canon[2 * i + 1] != 0) else 0
+    else:
+        for i in range(n):
+            dst[i] = 1 if canon[i] != 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def write_integral_from_int(dst: np.ndarray, canon: np.ndarray, n: int) -> None:
+    """int64 to an integer type: keep the low bytes (two's-complement wrap)."""
+    for i in range(n):
+        dst[i] = canon[i]
+
+
+@njit(cache=True, nogil=True)
+def write_integral_from_float(
+    dst: np.ndarray, canon: np.ndarray, step: int, route: int, n: int
+) -> None:
+    """Floating (real part) to an integer type: truncate via int64 or int32, then wrap."""
+    if route == VIA_INT64:
+        if step == 1:
+            for i in range(n):
+                dst[i] = float_to_int64(canon[i])
+        else:
+            for i in range(n):
+                dst[i] = float_to_int64(canon[2 * i])
+    elif step == 1:
+        for i in range(n):
+            dst[i] = float_to_int32(canon[i])
+    else:
+        for i in range(n):
+            dst[i] = float_to_int32(canon[2 * i])
+
+
+@njit(cache=True, nogil=True)
+def write_floating(dst: np.ndarray, dst_step: int, canon: np.ndarray, step: int, n: int) -> None:
+    """To float32/float64 (``dst_step`` 1) or complex64/complex128 (``dst_step`` 2).
+
+    One C++ conversion per part: the real part (or the value) converts; the imaginary part is
+    the source's when both are complex, else 0. int64 to float32 rounds once (``sitofp``).
+    """
+    if dst_step == 1:
+        if step == 1:
+            for i in range(n):
+                dst[i] = canon[i]
+        else:
+            for i in range(n):
+                dst[i] = canon[2 * i]
+    elif step == 2:
+        for i in range(n):
+            dst[2 * i] = canon[2 * i]
+            dst[2 * i + 1] = canon[2 * i + 1]
+    else:
+        for i in range(n):
+            dst[2 * i] = canon[i]
+            dst[2 * i + 1] = 0
+
+
+@njit(cache=True, nogil=True)
+def write_reduced(
+    dst: np.ndarray, canon: np.ndarray, step: int, is_bfloat16: bool, nan_bits: int, n: int
+) -> None:
+    """To float16/bfloat16 bits, through float32 (``c10::Half(float)``/``BFloat16(float)``);
+    a NaN becomes ``nan_bits`` in bfloat16."""
+    if is_bfloat16:
+        if step == 1:
+            for i in range(n):
+                dst[i] = float32_to_bfloat16_bits(np.float32(canon[i]), nan_bits)
+        else:
+            for i in range(n):
+                dst[i] = float32_to_bfloat16_bits(np.float32(canon[2 * i]), nan_bits)
+    elif step == 1:
+        for i in range(n):
+            dst[i] = float32_to_half_bits(np.float32(canon[i]))
+    else:
+        for i in range(n):
+            dst[i] = float32_to_half_bits(np.float32(canon[2 * i]))

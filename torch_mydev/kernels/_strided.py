@@ -1,0 +1,212 @@
+"""Decides the order in which a same-size strided copy moves its elements (numba loops).
+
+Every loop here moves *units* (uint8/16/32/64 array elements) between two 1-D arrays; one
+tensor element is ``width`` consecutive units, so a complex128 element is two uint64 units
+and an element stored at an offset its own size does not divide is moved in smaller units.
+The loops know nothing about dtypes: a cast is a gather into a staging buffer, a conversion,
+and a scatter, each of which is one of these copies (see ``copy.py``).
+
+Three traversals, all in TensorIterator order (dim 0 fastest):
+
+- ``copy_range``: linear iteration indices ``[begin, end)``, like
+  ``at::internal::serial_for_each`` with a ``DimCounter``: start from the multi-index of
+  ``begin``, run along dim 0 to the end of the row (or of the range), carry into the outer
+  dims. A run whose both strides are one element is a plain counted loop LLVM vectorises.
+- ``copy_parallel``: ``prange`` over equal slices of the linear range, each slice one
+  ``copy_range`` -- ``at::parallel_for`` over ``numel`` feeding ``serial_for_each``. Slicing
+  the linear range rather than the outermost dim keeps the work balanced whatever the shape.
+- ``copy_tiles`` / ``copy_tiles_parallel``: the transpose-like case (destination contiguous
+  along dim 0, source contiguous along dim 1) walked in square tiles so both sides stay in
+  cache; outer dims (2 and up) are batch dims enumerated with the tiles.
+
+Offsets and strides are in units; shape and strides come as int64 arrays, so numba compiles
+one specialisation per unit type, whatever the number of dims.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+
+def numba_threads() -> int:
+    """Threads a parallel loop uses (``numba.get_num_threads``): one slice each."""
+    return numba.get_num_threads()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_run(
+    dst: np.ndarray, d: int, ds: int, src: np.ndarray, s: int, ss: int, n: int, width: int
+) -> None:
+    """Move ``n`` elements of ``width`` units: dst[d + i*ds + k] = src[s + i*ss + k]."""
+    if width == 1:
+        if ds == 1 and ss == 1:
+            for i in range(n):
+                dst[d + i] = src[s + i]
+        else:
+            for i in range(n):
+                dst[d + i * ds] = src[s + i * ss]
+    else:
+        for i in range(n):
+            for k in range(width):
+                dst[d + i * ds + k] = src[s + i * ss + k]
+
+
+@njit(cache=True, nogil=True)
+def copy_range(
+    dst: np.ndarray,
+    dst_base: int,
+    dst_strides: np.ndarray,
+    src: np.ndarray,
+    src_base: int,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    begin: int,
+    end: int,
+) -> None:
+    """Copy iteration indices ``[begin, end)``; mirrors ``serial_for_each`` + ``DimCounter``.
+
+    ``dst``/``src`` are 1-D arrays of one unit type (they may be the same array when the
+    caller's layouts are identical); bases and strides are in units; ``shape`` has dim 0
+    fastest and no zero-size dim.
+    """
+    ndim = shape.shape[0]
+    counter = np.zeros(ndim, np.int64)
+    rest = begin
+    d_off = dst_base
+    s_off = src_base
+    for dim in range(ndim):
+        index = rest % shape[dim]
+        rest //= shape[dim]
+        counter[dim] = index
+        d_off += index * dst_strides[dim]
+        s_off += index * src_strides[dim]
+    ds0 = dst_strides[0]
+    ss0 = src_strides[0]
+    size0 = shape[0]
+    pos = begin
+    while pos < end:
+        run = min(size0 - counter[0], end - pos)
+        _copy_run(dst, d_off, ds0, src, s_off, ss0, run, width)
+        pos += run
+        counter[0] += run
+        d_off += run * ds0
+        s_off += run * ss0
+        dim = 0
+        while dim < ndim - 1 and counter[dim] == shape[dim]:
+            d_off += dst_strides[dim + 1] - shape[dim] * dst_strides[dim]
+            s_off += src_strides[dim + 1] - shape[dim] * src_strides[dim]
+            counter[dim] = 0
+            counter[dim + 1] += 1
+            dim += 1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def copy_parallel(
+    dst: np.ndarray,
+    dst_base: int,
+    dst_strides: np.ndarray,
+    src: np.ndarray,
+    src_base: int,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    numel: int,
+    slices: int,
+) -> None:
+    """``copy_range`` over ``slices`` equal parts of ``[0, numel)`` in parallel.
+
+    Mirrors ``at::parallel_for(0, numel, grain, serial_for_each)``; the slices are disjoint in
+    the iteration space, and the caller guarantees the destination does not overlap itself.
+    """
+    for part in prange(slices):
+        begin = part * numel // slices
+        end = (part + 1) * numel // slices
+        copy_range(dst, dst_base, dst_strides, src, src_base, src_strides, shape, width, begin, end)
+
+
+@njit(cache=True, nogil=True)
+def copy_tiles(
+    dst: np.ndarray,
+    dst_base: int,
+    dst_strides: np.ndarray,
+    src: np.ndarray,
+    src_base: int,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    tile: int,
+    t_begin: int,
+    t_end: int,
+) -> None:
+    """Copy tiles ``[t_begin, t_end)`` of a transpose-like iteration, ``tile`` x ``tile`` each.
+
+    Tiles are numbered dim-0 tile fastest, then dim-1 tile, then the outer (batch) dims. Inside
+    a tile each dim-1 index is a run along dim 0, contiguous in the destination; the source rows
+    touched by one tile stay in cache while its columns are read. The blocked transpose ATen
+    leaves to vectorised ``cpu_kernel_vec`` loops; here the blocking is explicit.
+    """
+    ndim = shape.shape[0]
+    n0 = shape[0]
+    n1 = shape[1]
+    tiles0 = (n0 + tile - 1) // tile
+    tiles1 = (n1 + tile - 1) // tile
+    ds0 = dst_strides[0]
+    ss0 = src_strides[0]
+    ds1 = dst_strides[1]
+    ss1 = src_strides[1]
+    for t in range(t_begin, t_end):
+        t0 = t % tiles0
+        rest = t // tiles0
+        t1 = rest % tiles1
+        rest //= tiles1
+        d_off = dst_base
+        s_off = src_base
+        for dim in range(2, ndim):
+            index = rest % shape[dim]
+            rest //= shape[dim]
+            d_off += index * dst_strides[dim]
+            s_off += index * src_strides[dim]
+        b0 = t0 * tile
+        n = min(b0 + tile, n0) - b0
+        d_off += b0 * ds0
+        s_off += b0 * ss0
+        for i1 in range(t1 * tile, min(t1 * tile + tile, n1)):
+            _copy_run(dst, d_off + i1 * ds1, ds0, src, s_off + i1 * ss1, ss0, n, width)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def copy_tiles_parallel(
+    dst: np.ndarray,
+    dst_base: int,
+    dst_strides: np.ndarray,
+    src: np.ndarray,
+    src_base: int,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    tile: int,
+    slices: int,
+) -> None:
+    """``copy_tiles`` over ``slices`` equal parts of the tile range in parallel."""
+    tiles = ((shape[0] + tile - 1) // tile) * ((shape[1] + tile - 1) // tile)
+    for dim in range(2, shape.shape[0]):
+        tiles *= shape[dim]
+    for part in prange(slices):
+        t_begin = part * tiles // slices
+        t_end = (part + 1) * tiles // slices
+        copy_tiles(
+            dst,
+            dst_base,
+            dst_strides,
+            src,
+            src_base,
+            src_strides,
+            shape,
+            width,
+            tile,
+            t_begin,
+            t_end,
+        )
