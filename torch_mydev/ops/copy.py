@@ -15,25 +15,8 @@ import torch
 from torch_mydev import layout
 from torch_mydev.iterator.operands import OperandSpec, copy_config
 from torch_mydev.iterator.plan import Plan, build
+from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
-
-#: dtypes the copy kernels convert between (every pair).
-SUPPORTED_DTYPES = frozenset(
-    {
-        torch.bool,
-        torch.uint8,
-        torch.int8,
-        torch.int16,
-        torch.int32,
-        torch.int64,
-        torch.float16,
-        torch.bfloat16,
-        torch.float32,
-        torch.float64,
-        torch.complex64,
-        torch.complex128,
-    }
-)
 
 _INTERNAL_OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
