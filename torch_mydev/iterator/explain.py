@@ -190,7 +190,9 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
         output = _spec(out, is_output=True, is_read_write=any(out is a for a in args))
     else:
         output = OperandSpec.output()
-    plan = build([output, *inputs], config)
+    # CUDA reads inputs of another dtype as they are; CPU and mydev make cast temporaries.
+    on_cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in (*args, out))
+    plan = build([output, *inputs], config, cpu=not on_cuda)
     label = name + ("_" if inplace else "")
     return _report(label, plan)
 

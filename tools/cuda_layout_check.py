@@ -1,0 +1,146 @@
+"""Differential check of the pure layout modules against torch on a device (CUDA or CPU).
+
+Run where a GPU exists: ``python tools/cuda_layout_check.py --device cuda``. It needs only
+torch: it imports ``torch_mydev.layout`` and ``torch_mydev.iterator`` without loading the
+package (so the compiled stub need not be built there) and compares, over seeded random
+layouts, every layout predicate with the flags torch reports for a tensor of the same
+sizes and strides on that device, and ``explain()``'s output strides and dtype with what
+torch gives for ``a + b`` (mixed dtypes included), ``clone``, ``contiguous`` and
+``empty_like``. Prints a summary; exits 1 on any mismatch. ``--device cpu`` runs the same
+check on CPU (the test suite does that so the script cannot rot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import random
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_pure_modules() -> tuple[types.ModuleType, types.ModuleType]:
+    """Import torch_mydev.layout and .iterator without running torch_mydev/__init__.py."""
+    if "torch_mydev" not in sys.modules:
+        package = types.ModuleType("torch_mydev")
+        package.__path__ = [str(ROOT / "torch_mydev")]
+        sys.modules["torch_mydev"] = package
+    return (
+        importlib.import_module("torch_mydev.layout"),
+        importlib.import_module("torch_mydev.iterator"),
+    )
+
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.bool)
+FORMATS = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+
+
+def random_view(rng: random.Random, ndim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Sizes 0..4 (1 often), strides from a permuted dense base, some steps, some zeros."""
+    sizes = tuple(rng.choice((0, 1, 1, 2, 3, 4)) for _ in range(ndim))
+    order = list(range(ndim))
+    if ndim in (4, 5) and rng.random() < 0.4:
+        order = [1, *range(ndim - 1, 1, -1), 0][::-1]  # channels_last, slowest first
+    elif rng.random() < 0.5:
+        rng.shuffle(order)
+    strides = [0] * ndim
+    stride = 1
+    for d in reversed(order):
+        step = rng.choice((1, 1, 1, 2))
+        strides[d] = stride * step
+        stride *= max(sizes[d], 1) * step
+    for d in range(ndim):
+        if sizes[d] == 1 and rng.random() < 0.3:
+            strides[d] = rng.randint(0, 9)
+        elif rng.random() < 0.1:
+            strides[d] = 0
+    return sizes, tuple(strides)
+
+
+def make(sizes, strides, dtype, device) -> torch.Tensor:
+    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True)) if all(sizes) else 1
+    return torch.zeros(max(span, 1), dtype=dtype, device=device).as_strided(sizes, strides)
+
+
+def check(device: str, cases: int, seed: int) -> list[str]:
+    layout, iterator = _load_pure_modules()
+    rng = random.Random(seed)
+    problems: list[str] = []
+
+    def expect(what: str, ours, theirs) -> None:
+        if ours != theirs:
+            problems.append(f"{what}: ours {ours} torch {theirs}")
+
+    for _ in range(cases):
+        ndim = rng.randint(0, 5)
+        sizes, strides = random_view(rng, ndim)
+        t = make(sizes, strides, torch.float32, device)
+        tag = f"{list(sizes)} {strides}"
+        expect(f"is_contiguous {tag}", layout.is_contiguous(sizes, strides), t.is_contiguous())
+        for fmt in FORMATS[1:]:
+            ours = layout.is_contiguous_for(sizes, strides, layout.MemoryFormat.from_torch(fmt))
+            expect(f"is_contiguous({fmt}) {tag}", ours, t.is_contiguous(memory_format=fmt))
+        expect(
+            f"non_overlapping_and_dense {tag}",
+            layout.is_non_overlapping_and_dense(sizes, strides),
+            torch.ops.aten.is_non_overlapping_and_dense(t),
+        )
+        for fmt in (None, *FORMATS):
+            kw = {} if fmt is None else {"memory_format": fmt}
+            for name, fn in (
+                ("clone", lambda x, k=kw: x.clone(**k)),
+                ("empty_like", lambda x, k=kw: torch.empty_like(x, **k)),
+                ("contiguous", lambda x, k=kw: x.contiguous(**k)),
+            ):
+                if name == "contiguous" and fmt is None:
+                    continue
+                try:
+                    theirs = fn(t).stride()
+                except RuntimeError as exc:
+                    theirs = type(exc).__name__
+                try:
+                    ours = iterator.explain(name, t, **kw).output_strides
+                except RuntimeError as exc:
+                    ours = type(exc).__name__
+                expect(f"{name}({fmt}) {tag}", ours, theirs)
+        other_sizes = tuple(1 if rng.random() < 0.3 else s for s in sizes[rng.randint(0, ndim) :])
+        _, other_strides = random_view(rng, len(other_sizes))
+        a = make(sizes, strides, rng.choice(DTYPES), device)
+        b = make(other_sizes, other_strides, rng.choice(DTYPES), device)
+        result = a + b
+        report = iterator.explain(torch.add, a, b)
+        expect(
+            f"add {tag} + {list(other_sizes)} {other_strides}",
+            (report.output_strides, report.dtype),
+            (result.stride(), result.dtype),
+        )
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--cases", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device here")
+        return 2
+    problems = check(args.device, args.cases, args.seed)
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
+    print(
+        f"torch {torch.__version__} on {name}: {args.cases} random layouts, "
+        f"{len(problems)} mismatches"
+    )
+    for line in problems[:50]:
+        print("  " + line)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
