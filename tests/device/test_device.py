@@ -99,3 +99,15 @@ def test_manual_seed_reaches_mydev_generator():
     assert torch.mydev.default_generator().device == torch.device("mydev:0")
     g = torch.Generator(device="mydev")
     assert g.device == torch.device("mydev:0")
+
+
+def test_generated_methods_move_data():
+    x = torch.randn(3, 4).t()
+    t = x.mydev()
+    assert t.is_mydev and t.stride() == x.stride() and torch.equal(t.cpu(), x)
+    m = torch.nn.Linear(3, 2)
+    weight = m.weight.detach().clone()
+    m.mydev()
+    assert m.weight.is_mydev and torch.equal(m.weight.detach().cpu(), weight)
+    s = torch.UntypedStorage(8).mydev()
+    assert s.is_mydev and s.nbytes() == 8
