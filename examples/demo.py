@@ -2,14 +2,21 @@
 
 1. the device and its allocator; 2. the mission: a channels_last and a transposed tensor
 moved to mydev, made contiguous / restrided, with the `explain()` table of each decision
-and a differential check against the same calls on CPU; 3. memory back to baseline.
+and a differential check against the same calls on CPU; 3. a small CNN trained one step on
+mydev and on CPU, with the ops that fell back to CPU; 4. memory back to baseline.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 
 import torch_mydev
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cnn  # examples/cnn.py, beside this file
 
 
 def _header(title: str) -> None:
@@ -87,6 +94,9 @@ def main() -> None:
             "clone",
         ),
     ]
+    _header("a real model: channels_last CNN, forward + backward + one SGD step")
+    torch_mydev.reset_fallback_stats()
+    cnn.main()
     _header("summary")
     print(f"{sum(results)}/{len(results)} mission steps agree with torch CPU")
     print(f"memory_allocated back to baseline: {torch.mydev.memory_allocated() == baseline}")

@@ -12,3 +12,4 @@ def test_demo_runs_and_agrees(capsys):
     assert "4/4 mission steps agree with torch CPU" in out
     assert "DIFFER" not in out
     assert "memory_allocated back to baseline: True" in out
+    assert "max abs difference (outputs, loss, gradients, updated parameters): 0" in out

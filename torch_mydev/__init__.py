@@ -12,6 +12,7 @@ from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard
 from torch_mydev import device_module as _device_module
 from torch_mydev.iterator import Report, explain
 from torch_mydev.ops import registry as _registry
+from torch_mydev.ops.fallback import FallbackWarning, fallback_stats, reset_fallback_stats
 
 DEVICE = "mydev"
 
@@ -23,4 +24,11 @@ def _autoload() -> None:
     """Entry point of the ``torch.backends`` group: the import above did the work."""
 
 
-__all__ = ["DEVICE", "Report", "explain"]
+__all__ = [
+    "DEVICE",
+    "FallbackWarning",
+    "Report",
+    "explain",
+    "fallback_stats",
+    "reset_fallback_stats",
+]

@@ -5,12 +5,16 @@ over plain tuples: it reads top to bottom as the list of named steps, each a cal
 module that owns that decision, and records what each step decided so ``explain`` can print
 it. The result is a frozen ``Plan``: the output layouts to allocate and the coalesced,
 fastest-first shape and byte strides a kernel walks.
+
+What a step decided is recorded as the ``describe`` call that prints it, made only when
+``Plan.steps`` is read (by ``explain``): a kernel's plan pays nothing for its text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 
 import torch
 
@@ -49,7 +53,8 @@ class Plan:
     ``reorder_dimensions`` and output allocation), ``coalesced_shape`` /
     ``coalesced_stride_bytes`` (after ``coalesce_dimensions``: what a kernel walks). On the
     fast path both iteration views are the flat ``(numel,)`` with one element size each.
-    ``steps`` holds ``(step name, what it decided)`` in build order.
+    ``steps`` gives ``(step name, what it decided)`` in build order, its texts made from
+    ``recorded_steps`` when first read; plans compare equal by their decisions alone.
     """
 
     shape: tuple[int, ...]
@@ -68,7 +73,16 @@ class Plan:
     reordered_stride_bytes: tuple[tuple[int, ...], ...]
     coalesced_shape: tuple[int, ...]
     coalesced_stride_bytes: tuple[tuple[int, ...], ...]
-    steps: tuple[tuple[str, str], ...]
+    recorded_steps: tuple[tuple[str, str | Callable[[], str]], ...] = field(
+        repr=False, compare=False
+    )
+
+    @cached_property
+    def steps(self) -> tuple[tuple[str, str], ...]:
+        """``(step name, what it decided)`` for every build step, in order."""
+        return tuple(
+            (name, text if isinstance(text, str) else text()) for name, text in self.recorded_steps
+        )
 
     @property
     def numel(self) -> int:
@@ -100,23 +114,23 @@ def build(operands: Sequence[OperandSpec], config: IteratorConfig, *, cpu: bool 
     devices that read the original inputs (CUDA, and DIPU-style backends).
     """
     given = tuple(operands)
-    steps: list[tuple[str, str]] = []
+    steps: list[tuple[str, str | Callable[[], str]]] = []
     num_outputs = _check_operands(given)  # populate_operands / mark_outputs: outputs first
-    steps.append(("operands", describe.operands(given)))
+    steps.append(("operands", partial(describe.operands, given)))
     check_mem_overlaps(given, config)  # outputs may not write one location twice
     info = compute_shape(given, config)  # broadcast shape of the operands that take part
-    steps.append(("compute_shape", describe.shape(info)))
+    steps.append(("compute_shape", partial(describe.shape, info)))
     will_resize = mark_resize_outputs(given, info.shape, config)  # which outputs get a new shape
-    steps.append(("mark_resize_outputs", describe.resize(given, will_resize)))
+    steps.append(("mark_resize_outputs", partial(describe.resize, given, will_resize)))
     types = compute_types(given, config, all_ops_are_scalars=info.all_ops_are_scalars, cpu=cpu)
-    steps.append(("compute_types", describe.types(types)))  # common dtype, CPU temporaries
+    steps.append(("compute_types", partial(describe.types, types)))  # common dtype, temporaries
     ops = types.operands
     setup = compute_fast_setup_type(ops, will_resize, info.all_ops_same_shape, config)
-    steps.append(("compute_fast_setup_type", describe.setup_type(setup, info)))
+    steps.append(("compute_fast_setup_type", partial(describe.setup_type, setup, info)))
 
     if setup is not FastSetupType.NONE:
         fast = fast_set_up(ops, will_resize, info.shape, setup)  # allocate, flatten to 1-D
-        steps.append(("fast_set_up", describe.fast(ops, fast)))
+        steps.append(("fast_set_up", partial(describe.fast, ops, fast)))
         steps += [(name, f"skipped: fast set-up {setup.value}") for name in _SLOW_STEPS]
         final = _laid_out(ops, fast.output_strides, info.shape)
         perm: tuple[int, ...] = ()
@@ -128,17 +142,19 @@ def build(operands: Sequence[OperandSpec], config: IteratorConfig, *, cpu: bool 
     else:
         steps.append(("fast_set_up", "skipped: no fast set-up"))
         strides = compute_strides(ops, will_resize, info.shape)  # bytes, 0 where broadcast
-        steps.append(("compute_strides", describe.stride_bytes(ops, strides)))
+        steps.append(("compute_strides", partial(describe.stride_bytes, ops, strides)))
         perm = reorder_dimensions(  # fastest-first order recovered from the strides
             info.shape, strides, enforce_linear_iteration=config.enforce_linear_iteration
         )
         shape = permute(info.shape, perm)  # permute_dimensions
         strides = tuple(None if s is None else permute(s, perm) for s in strides)
-        steps.append(("reorder_dimensions", describe.reorder(perm, shape)))
+        steps.append(("reorder_dimensions", partial(describe.reorder, perm, shape)))
         alloc = allocate_or_resize_outputs(ops, will_resize, shape, perm, strides)
-        steps.append(("allocate_or_resize_outputs", describe.allocation(ops, will_resize, alloc)))
+        steps.append(
+            ("allocate_or_resize_outputs", partial(describe.allocation, ops, will_resize, alloc))
+        )
         coalesced = coalesce_dimensions(shape, alloc.stride_bytes)  # merge walkable neighbours
-        steps.append(("coalesce_dimensions", describe.coalesced(ops, *coalesced)))
+        steps.append(("coalesce_dimensions", partial(describe.coalesced, ops, *coalesced)))
         final = _laid_out(ops, alloc.output_strides, info.shape)
         stride_bytes = tuple(invert_perm(s, perm) for s in alloc.stride_bytes)
         reordered = (shape, alloc.stride_bytes)
@@ -167,7 +183,7 @@ def build(operands: Sequence[OperandSpec], config: IteratorConfig, *, cpu: bool 
         reordered_stride_bytes=reordered[1],
         coalesced_shape=coalesced[0],
         coalesced_stride_bytes=coalesced[1],
-        steps=tuple(steps),
+        recorded_steps=tuple(steps),
     )
 
 

@@ -21,13 +21,17 @@ Three traversals, all in TensorIterator order (dim 0 fastest):
 
 Offsets and strides are in units; shape and strides come as int64 arrays, so numba compiles
 one specialisation per unit type, whatever the number of dims.
+
+``copy_range_at`` and ``copy_tiles_at`` are the serial loops over raw addresses instead of
+arrays: a small copy then spends no time building numpy views of its two buffers.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 
 def numba_threads() -> int:
@@ -210,3 +214,59 @@ def copy_tiles_parallel(
             t_begin,
             t_end,
         )
+
+
+@intrinsic
+def _pointer(typingctx, address, like):
+    """``address`` (an integer) as a pointer to elements of ``like``'s dtype."""
+    pointer = types.CPointer(like.dtype)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(pointer))
+
+    return pointer(address, like), codegen
+
+
+@njit(cache=True, nogil=True)
+def copy_range_at(
+    dst_address: int,
+    src_address: int,
+    dst_units: int,
+    src_units: int,
+    dst_strides: np.ndarray,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    lane: np.ndarray,
+    begin: int,
+    end: int,
+) -> None:
+    """``copy_range`` over ``dst_units`` / ``src_units`` units at two addresses.
+
+    ``lane`` is any array of the unit type (only its dtype is read); the addresses must be
+    multiples of the unit size and the caller has checked the extents.
+    """
+    dst = numba.carray(_pointer(dst_address, lane), dst_units)
+    src = numba.carray(_pointer(src_address, lane), src_units)
+    copy_range(dst, 0, dst_strides, src, 0, src_strides, shape, width, begin, end)
+
+
+@njit(cache=True, nogil=True)
+def copy_tiles_at(
+    dst_address: int,
+    src_address: int,
+    dst_units: int,
+    src_units: int,
+    dst_strides: np.ndarray,
+    src_strides: np.ndarray,
+    shape: np.ndarray,
+    width: int,
+    lane: np.ndarray,
+    tile: int,
+    t_begin: int,
+    t_end: int,
+) -> None:
+    """``copy_tiles`` over units at two addresses (as ``copy_range_at``)."""
+    dst = numba.carray(_pointer(dst_address, lane), dst_units)
+    src = numba.carray(_pointer(src_address, lane), src_units)
+    copy_tiles(dst, 0, dst_strides, src, 0, src_strides, shape, width, tile, t_begin, t_end)

@@ -46,10 +46,12 @@ processes.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
@@ -64,8 +66,10 @@ __all__ = [
     "TILE",
     "TILE_MIN_NUMEL",
     "TILE_MIN_SIDE",
+    "PreparedCopy",
     "copy_strided",
     "plan_path",
+    "prepare_copy",
 ]
 
 # Below this many elements a copy runs serially: a numba parallel launch costs tens of
@@ -221,6 +225,159 @@ def plan_path(
     if _transposed(shape, dst_strides, src_strides, itemsize) is not None:
         return "tiled" + parallel
     return "strided" + parallel
+
+
+# ---- prepared same-dtype copies -------------------------------------------------------------
+
+
+class PreparedCopy:
+    """A same-dtype plan with every decision ``copy_strided`` makes before it sees memory.
+
+    Made by ``prepare_copy``: the plan is checked and normalised once (size-1 dims dropped,
+    neighbours coalesced), the unit is the widest dividing the itemsize and the strides, and
+    the loop is chosen (one byte range, tiled or DimCounter). ``run`` then needs only raw
+    memory, so an op that keeps one per layout does O(1) Python work per call; the bytes
+    moved are those ``copy_strided`` moves for the same plan and memory.
+    """
+
+    __slots__ = (
+        "dst_extent",
+        "loop",
+        "nbytes",
+        "numel",
+        "same_strides",
+        "serial_args",
+        "src_extent",
+        "unit",
+    )
+
+    def __init__(
+        self,
+        numel: int,
+        unit: int,
+        nbytes: int,
+        loop: _Loop | None,
+        dst_extent: int,
+        src_extent: int,
+        same_strides: bool,
+    ) -> None:
+        self.numel = numel  # elements copied
+        self.unit = unit  # start addresses must be multiples of it (1: any)
+        self.nbytes = nbytes  # the byte range of a contiguous copy, else 0
+        self.loop = loop  # the strided loop, None for a contiguous copy
+        self.dst_extent = dst_extent  # bytes from the first element to the end of the last
+        self.src_extent = src_extent
+        self.same_strides = same_strides
+        # The serial loop's arguments after the two addresses (copy_range_at/copy_tiles_at).
+        self.serial_args: tuple = ()
+        if loop is not None:
+            tail = (TILE, 0, loop.tiles) if loop.tiles else (0, loop.numel)
+            self.serial_args = (
+                dst_extent // unit,
+                src_extent // unit,
+                loop.dst_strides,
+                loop.src_strides,
+                loop.shape,
+                loop.width,
+                _LANE_TOKENS[unit],
+                *tail,
+            )
+
+    def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
+        """Copy between two host memories: the addresses of element 0 of each operand, and the
+        bytes each buffer holds from there on.
+
+        The operands may share memory when the layouts are identical or do not overlap, as
+        for ``copy_strided``. Returns False, having moved nothing, when an address is not a
+        multiple of the plan's unit (``copy_strided`` then picks a smaller unit); raises
+        ``IndexError`` when the plan reaches past the end of a buffer.
+        """
+        if self.dst_extent > dst_bytes:
+            raise IndexError(f"dst: the plan reaches byte {self.dst_extent} of {dst_bytes}")
+        if self.src_extent > src_bytes:
+            raise IndexError(f"src: the plan reaches byte {self.src_extent} of {src_bytes}")
+        if (dst_start | src_start) % self.unit:
+            return False
+        loop = self.loop
+        if loop is None:
+            nbytes = self.nbytes
+            if nbytes < PARALLEL_MEMMOVE_MIN_BYTES:
+                if nbytes:
+                    ctypes.memmove(dst_start, src_start, nbytes)
+                return True
+            dst = _lanes_at(dst_start, nbytes, 1)
+            _memmove(dst, dst_start, 0, _lanes_at(src_start, nbytes, 1), src_start, 0, nbytes)
+            return True
+        if self.same_strides and dst_start == src_start:
+            return True
+        if _parallel_allowed(loop.numel):
+            dst = _lanes_at(dst_start, self.dst_extent, self.unit)
+            src = _lanes_at(src_start, self.src_extent, self.unit)
+            _run_loop(loop, dst, 0, src, 0)
+            return True
+        loops = _loops if _loops is not None else _load()[0]
+        if loop.tiles:
+            loops.copy_tiles_at(dst_start, src_start, *self.serial_args)
+        else:
+            loops.copy_range_at(dst_start, src_start, *self.serial_args)
+        return True
+
+
+def prepare_copy(
+    dtype: torch.dtype,
+    shape: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+) -> PreparedCopy:
+    """``copy_strided``'s decisions for a same-dtype plan (byte strides, dim 0 fastest).
+
+    Raises as ``copy_strided`` does for a plan it refuses (lengths differ, negative sizes or
+    strides); whether the plan fits the buffers is checked by ``PreparedCopy.run``.
+    """
+    itemsize = layout_of(dtype).itemsize
+    shape = tuple(int(n) for n in shape)
+    dst_strides = tuple(int(s) for s in dst_strides)
+    src_strides = tuple(int(s) for s in src_strides)
+    if not len(shape) == len(dst_strides) == len(src_strides):
+        raise ValueError(
+            f"shape {shape}, dst_strides {dst_strides} and src_strides {src_strides} "
+            "must have the same length"
+        )
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative size in shape {shape}")
+    for name, strides in (("dst", dst_strides), ("src", src_strides)):
+        if any(s < 0 for s in strides):
+            raise ValueError(f"{name}: negative stride ({strides})")
+    numel = math.prod(shape)
+    if numel == 0:  # nothing to move: a contiguous copy of no bytes
+        return PreparedCopy(0, 1, 0, None, 0, 0, True)
+    shape, dst_strides, src_strides = _coalesce(shape, dst_strides, src_strides)
+    if not shape:  # a single element
+        shape, dst_strides, src_strides = (1,), (itemsize,), (itemsize,)
+    dst_extent = sum((n - 1) * s for n, s in zip(shape, dst_strides, strict=True)) + itemsize
+    src_extent = sum((n - 1) * s for n, s in zip(shape, src_strides, strict=True)) + itemsize
+    same = dst_strides == src_strides
+    if len(shape) == 1 and dst_strides[0] == src_strides[0] == itemsize:
+        return PreparedCopy(numel, 1, numel * itemsize, None, dst_extent, src_extent, same)
+    unit = _unit(itemsize, *dst_strides, *src_strides)
+    loop = _plan_loop(
+        tuple(s // unit for s in dst_strides),
+        tuple(s // unit for s in src_strides),
+        shape,
+        itemsize // unit,
+    )
+    return PreparedCopy(numel, unit, 0, loop, dst_extent, src_extent, same)
+
+
+# Arrays of each unit type, for the loops over raw addresses to read the type from.
+_LANE_TOKENS = {unit: np.zeros(1, lane) for unit, lane in _UNIT_LANES.items()}
+_LANE_CTYPES = {8: ctypes.c_uint64, 4: ctypes.c_uint32, 2: ctypes.c_uint16, 1: ctypes.c_uint8}
+
+
+def _lanes_at(address: int, nbytes: int, unit: int) -> np.ndarray:
+    """The whole units of ``nbytes`` host bytes at ``address`` as a 1-D numpy array (no copy)."""
+    count = nbytes // unit
+    return np.frombuffer((_LANE_CTYPES[unit] * count).from_address(address), _UNIT_LANES[unit])
 
 
 # ---- plan normalisation ---------------------------------------------------------------------
@@ -408,6 +565,76 @@ def _memmove(
     dst[dst_offset : dst_offset + nbytes] = src[src_offset : src_offset + nbytes]
 
 
+@dataclass(frozen=True)
+class _Loop:
+    """The tiled or DimCounter loop of a same-dtype plan over unit arrays, chosen from the plan.
+
+    Shape and unit strides as the numba loops take them (int64 arrays, dim 0 fastest; for a
+    transpose dim 0 is the destination's contiguous dim), ``tiles`` > 0 for the tiled loop.
+    """
+
+    shape: np.ndarray
+    dst_strides: np.ndarray
+    src_strides: np.ndarray
+    width: int
+    numel: int
+    tiles: int
+
+
+def _plan_loop(
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    width: int,
+) -> _Loop:
+    """Choose between the tiled and the DimCounter loop (strides in units)."""
+    pair = _transposed(shape, dst_strides, src_strides, width)
+    if pair == (1, 0):  # make dim 0 the destination's contiguous one; order is free
+        shape = (shape[1], shape[0], *shape[2:])
+        dst_strides = (dst_strides[1], dst_strides[0], *dst_strides[2:])
+        src_strides = (src_strides[1], src_strides[0], *src_strides[2:])
+    tiles = 0
+    if pair is not None:
+        tiles = -(-shape[0] // TILE) * -(-shape[1] // TILE) * math.prod(shape[2:])
+    return _Loop(
+        np.asarray(shape, np.int64),
+        np.asarray(dst_strides, np.int64),
+        np.asarray(src_strides, np.int64),
+        width,
+        math.prod(shape),
+        tiles,
+    )
+
+
+def _run_loop(loop: _Loop, dst: np.ndarray, dst_base: int, src: np.ndarray, src_base: int) -> None:
+    """Run ``loop`` over unit arrays, in parallel when large enough."""
+    loops, _ = _load()
+    args = (
+        dst,
+        dst_base,
+        loop.dst_strides,
+        src,
+        src_base,
+        loop.src_strides,
+        loop.shape,
+        loop.width,
+    )
+    if _parallel_allowed(loop.numel) and _parallel_lock.acquire(blocking=False):
+        try:
+            slices = loops.numba_threads()
+            if loop.tiles:
+                loops.copy_tiles_parallel(*args, TILE, slices)
+            else:
+                loops.copy_parallel(*args, loop.numel, slices)
+        finally:
+            _parallel_lock.release()
+        return
+    if loop.tiles:
+        loops.copy_tiles(*args, TILE, 0, loop.tiles)
+    else:
+        loops.copy_range(*args, 0, loop.numel)
+
+
 def _move(
     dst: np.ndarray,
     dst_base: int,
@@ -419,38 +646,7 @@ def _move(
     width: int,
 ) -> None:
     """Run the tiled or DimCounter loop over unit arrays, in parallel when large enough."""
-    loops, _ = _load()
-    numel = math.prod(shape)
-    pair = _transposed(shape, dst_strides, src_strides, width)
-    if pair == (1, 0):  # make dim 0 the destination's contiguous one; order is free
-        shape = (shape[1], shape[0], *shape[2:])
-        dst_strides = (dst_strides[1], dst_strides[0], *dst_strides[2:])
-        src_strides = (src_strides[1], src_strides[0], *src_strides[2:])
-    args = (
-        dst,
-        dst_base,
-        np.asarray(dst_strides, np.int64),
-        src,
-        src_base,
-        np.asarray(src_strides, np.int64),
-        np.asarray(shape, np.int64),
-        width,
-    )
-    if _parallel_allowed(numel) and _parallel_lock.acquire(blocking=False):
-        try:
-            slices = loops.numba_threads()
-            if pair is not None:
-                loops.copy_tiles_parallel(*args, TILE, slices)
-            else:
-                loops.copy_parallel(*args, numel, slices)
-        finally:
-            _parallel_lock.release()
-        return
-    if pair is not None:
-        tiles = -(-shape[0] // TILE) * -(-shape[1] // TILE) * math.prod(shape[2:])
-        loops.copy_tiles(*args, TILE, 0, tiles)
-    else:
-        loops.copy_range(*args, 0, numel)
+    _run_loop(_plan_loop(dst_strides, src_strides, shape, width), dst, dst_base, src, src_base)
 
 
 # ---- different dtypes -----------------------------------------------------------------------

@@ -9,12 +9,16 @@ drive ``torch_mydev.kernels.copy``.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
 from torch_mydev import layout
+from torch_mydev.iterator.cache import LRUCache, cached_build
 from torch_mydev.iterator.operands import OperandSpec, copy_config
-from torch_mydev.iterator.plan import Plan, build
+from torch_mydev.iterator.plan import Plan
+from torch_mydev.kernels import copy as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 
@@ -26,51 +30,169 @@ _PARTIAL_OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer "
     "to a single memory location. Please clone() the tensor before performing the operation."
 )
+_COMPLEX_TO_REAL = "Casting complex values to real discards the imaginary part"
 _HOST_DEVICES = ("cpu", "mydev")
+# The same devices as torch.device objects (PrivateUse1 is mydev under any name).
+_HOST = frozenset((torch.device("cpu"), torch.device("privateuseone", 0)))
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+_COPY_CONFIG = copy_config()
+# Layout pairs remembered by copy_entry (each entry: a plan and a prepared kernel).
+COPY_CACHE_SIZE = 4096
+_entries: LRUCache[tuple, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
 
 
 def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """aten::copy_ for PrivateUse1: write ``src`` (broadcast, cast) into ``self``.
 
-    ``non_blocking`` is accepted and has no effect: kernels run synchronously.
+    ``non_blocking`` is accepted and has no effect: kernels run synchronously. Everything
+    decided from sizes, strides and dtypes alone is looked up in a cache (``copy_entry``);
+    what is left per call is O(1) Python work on the two storages.
     """
     if self is src:
         return self
     _check_copy_args(self, src)
-    if layout.has_internal_overlap(tuple(self.shape), self.stride()) is layout.MemOverlap.YES:
+    key = (self.shape, self.stride(), self.dtype, src.shape, src.stride(), src.dtype)
+    entry = _entries.get(key)  # copy_entry, inlined: this is the per-call path
+    if entry is None:
+        entry = _new_entry(key)
+    if entry.dst_overlaps:
         raise RuntimeError(_INTERNAL_OVERLAP)
+    dst_storage = self.untyped_storage()
+    src_storage = src.untyped_storage()
+    dst_base = dst_storage.data_ptr()
+    src_base = src_storage.data_ptr()
+    if dst_base == src_base:
+        # One storage (or two empty ones): Copy.cpp's same-data and overlap rules apply.
+        return _copy_shared(self, src, entry)
+    # Different storages never overlap: no same-data exit, no partial overlap, no aliasing.
+    if entry.numel == 0:
+        return self
+    if entry.complex_to_real:
+        warnings.warn(_COMPLEX_TO_REAL, stacklevel=2)
+    _run_entry(entry, self, dst_base + dst_storage.nbytes(), src, src_base + src_storage.nbytes())
+    return self
+
+
+def copy_into_new(
+    dst: torch.Tensor, src: torch.Tensor, entry: CopyEntry | None = None
+) -> torch.Tensor:
+    """``dst.copy_(src)`` for a ``dst`` just allocated for this copy (clone, ``_to_copy``).
+
+    A new tensor is non-overlapping and dense and shares no memory with ``src``, so Copy.cpp's
+    overlap checks cannot fire, and its dtype and device are the caller's choice: only ``src``
+    is checked. ``entry`` is ``copy_entry(dst, src)`` when the caller has it already.
+    """
+    if src.layout != torch.strided or src.is_conj() or src.is_neg():
+        return copy_(dst, src)  # copy_ raises the error
+    if entry is None:
+        entry = copy_entry(dst, src)
+    if entry.numel == 0:
+        return dst
+    if entry.complex_to_real:
+        warnings.warn(_COMPLEX_TO_REAL, stacklevel=2)
+    _run_entry(entry, dst, _storage_end(dst), src, _storage_end(src))
+    return dst
+
+
+@dataclass(frozen=True)
+class CopyEntry:
+    """What ``copy_`` decides from sizes, strides and dtypes alone, kept per layout pair.
+
+    ``plan`` is the TensorIterator plan and ``numel`` its element count; ``dst_overlaps``
+    whether the destination writes one location twice (``has_internal_overlap`` is YES:
+    copy_ raises); ``complex_to_real`` whether copy_ warns about a dropped imaginary part;
+    ``prepared`` the same-dtype kernel set-up (None for a cast, which runs ``copy_strided``).
+    """
+
+    plan: Plan
+    numel: int
+    dst_overlaps: bool
+    complex_to_real: bool
+    prepared: kernels.PreparedCopy | None
+
+
+def copy_entry(dst: torch.Tensor, src: torch.Tensor) -> CopyEntry:
+    """The cached ``CopyEntry`` of ``dst.copy_(src)``."""
+    return entry_for(dst.shape, dst.stride(), dst.dtype, src.shape, src.stride(), src.dtype)
+
+
+def entry_for(
+    dst_sizes: Sequence[int],
+    dst_strides: Sequence[int],
+    dst_dtype: torch.dtype,
+    src_sizes: Sequence[int],
+    src_strides: Sequence[int],
+    src_dtype: torch.dtype,
+) -> CopyEntry:
+    """The ``CopyEntry`` of a copy between these layouts, made once per distinct key."""
+    key = (dst_sizes, dst_strides, dst_dtype, src_sizes, src_strides, src_dtype)
+    entry = _entries.get(key)
+    return _new_entry(key) if entry is None else entry
+
+
+def _new_entry(key: tuple) -> CopyEntry:
+    """Make the entry of ``key`` (a cache miss) and remember it; errors are not remembered."""
+    entry = _make_entry(*key)
+    _entries.put(key, entry)
+    return entry
+
+
+def _make_entry(
+    dst_sizes: Sequence[int],
+    dst_strides: Sequence[int],
+    dst_dtype: torch.dtype,
+    src_sizes: Sequence[int],
+    src_strides: Sequence[int],
+    src_dtype: torch.dtype,
+) -> CopyEntry:
+    dst_sizes, dst_strides = tuple(dst_sizes), tuple(dst_strides)
+    src_sizes, src_strides = tuple(src_sizes), tuple(src_strides)
+    operands = (
+        OperandSpec(dst_sizes, dst_strides, dst_dtype, is_output=True),
+        OperandSpec(src_sizes, src_strides, src_dtype),
+    )
+    plan = cached_build(operands, _COPY_CONFIG)
+    prepared = None
+    if dst_dtype == src_dtype:
+        prepared = kernels.prepare_copy(
+            dst_dtype, plan.coalesced_shape, *plan.coalesced_stride_bytes
+        )
+    return CopyEntry(
+        plan=plan,
+        numel=plan.numel,
+        dst_overlaps=layout.has_internal_overlap(dst_sizes, dst_strides) is layout.MemOverlap.YES,
+        complex_to_real=not dst_dtype.is_complex and src_dtype.is_complex,
+        prepared=prepared,
+    )
+
+
+def _copy_shared(self: torch.Tensor, src: torch.Tensor, entry: CopyEntry) -> torch.Tensor:
+    """``copy_impl`` from its same-data exit on, for two tensors of one storage."""
     if _is_same_data(self, src):
         return self
-    plan = copy_plan(self, src)
-    if plan.numel == 0:
+    if entry.numel == 0:
         return self
     overlap = layout.get_overlap_status(_mem_range(self), _mem_range(src))
     if overlap is layout.MemOverlapStatus.PARTIAL:
         raise RuntimeError(_PARTIAL_OVERLAP)
-    if self.is_complex() is False and src.is_complex():
-        warnings.warn("Casting complex values to real discards the imaginary part", stacklevel=2)
-    if overlap is layout.MemOverlapStatus.TOO_HARD and _shares_storage(self, src):
+    if entry.complex_to_real:
+        warnings.warn(_COMPLEX_TO_REAL, stacklevel=3)
+    if overlap is layout.MemOverlapStatus.TOO_HARD:
         # torch allows it and reads whatever its loop order leaves; we read from a private
         # copy instead, so every element gets the value src had before the copy.
         src = src.clone() if src.device.type == "cpu" else _private_copy(src)
-        plan = copy_plan(self, src)
-    run_plan(plan, self, src)
+        entry = copy_entry(self, src)
+    _run_entry(entry, self, _storage_end(self), src, _storage_end(src))
     return self
 
 
 def copy_plan(dst: torch.Tensor, src: torch.Tensor) -> Plan:
     """The TensorIterator plan of ``dst.copy_(src)``: output ``dst``, input ``src``."""
-    operands = (
-        OperandSpec(tuple(dst.shape), dst.stride(), dst.dtype, is_output=True),
-        OperandSpec(tuple(src.shape), src.stride(), src.dtype),
-    )
-    return build(operands, copy_config())
+    return copy_entry(dst, src).plan
 
 
 def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
     """Move the bytes ``plan`` describes from ``src`` into ``dst`` with the numba kernel."""
-    from torch_mydev.kernels import copy as kernels
-
     dst_strides, src_strides = plan.coalesced_stride_bytes
     kernels.copy_strided(
         storage_bytes(dst),
@@ -85,13 +207,45 @@ def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
     )
 
 
+def _run_entry(
+    entry: CopyEntry, dst: torch.Tensor, dst_end: int, src: torch.Tensor, src_end: int
+) -> None:
+    """Run the prepared same-dtype kernel on raw memory, else ``copy_strided``.
+
+    ``dst_end`` / ``src_end``: the address one past each storage, so the kernel can check
+    that the plan stays inside it.
+    """
+    prepared = entry.prepared
+    if prepared is not None:
+        dst_start = dst.data_ptr()
+        src_start = src.data_ptr()
+        if prepared.run(dst_start, dst_end - dst_start, src_start, src_end - src_start):
+            return
+    run_plan(entry.plan, dst, src)
+
+
+def _storage_end(t: torch.Tensor) -> int:
+    storage = t.untyped_storage()
+    return storage.data_ptr() + storage.nbytes()
+
+
 def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
+    if (
+        self.device in _HOST
+        and src.device in _HOST
+        and self.layout == torch.strided
+        and src.layout == torch.strided
+        and self.dtype in _SUPPORTED
+        and src.dtype in _SUPPORTED
+        and not (self.is_conj() or self.is_neg() or src.is_conj() or src.is_neg())
+    ):
+        return  # the common case, in one expression; else find the first error in order
     for name, t in (("destination", self), ("source", src)):
-        if t.device.type not in _HOST_DEVICES:
+        if t.device not in _HOST and t.device.type not in _HOST_DEVICES:
             raise RuntimeError(f"mydev copy_: cannot copy with a {name} on {t.device}")
         if t.layout != torch.strided:
             raise RuntimeError(f"mydev copy_: the {name} layout {t.layout} is not supported")
-        if t.dtype not in SUPPORTED_DTYPES:
+        if t.dtype not in _SUPPORTED:
             raise RuntimeError(
                 f"mydev copy_: dtype {t.dtype} of the {name} is not supported "
                 f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"

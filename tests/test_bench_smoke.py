@@ -1,0 +1,38 @@
+"""``benchmarks/run.py --smoke`` runs and prints its tables (no timing is asserted).
+
+Truth: the script's own output -- every case row, the targets and the clone memory check.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_smoke_prints_the_tables():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = done.stdout
+    assert "| case | size | mydev | reference |" in text
+    for case in (
+        "small op: contiguous()",
+        "transposed -> contiguous",
+        "NCHW -> channels_last",
+        "channels_last -> NCHW",
+        "contiguous copy_",
+        "cast float32 -> float16",
+        "cast float32 -> int64",
+        "broadcast copy_",
+        "add channels_last + contiguous",
+        "cold start (subprocess)",
+    ):
+        assert f"| {case}" in text, case
+    assert "| clone peak extra memory = output bytes | 4 cases | met |" in text
+    assert "torch.library dispatch" in text

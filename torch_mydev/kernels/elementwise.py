@@ -1,0 +1,337 @@
+"""Decides how a planned elementwise op reaches its numba loop: lanes, offsets, compute values.
+
+The caller (``torch_mydev.ops.elementwise``) has planned the iteration like TensorIterator
+and passes each operand as an ``Operand``: a 1-D ``uint8`` array over its whole storage, the
+byte offset of element ``[0, ..., 0]``, its dtype, and byte strides over the coalesced,
+fastest-first shape (0 on broadcast dims). This module
+
+1. views each storage as typed *lanes* (see ``_elementwise_loops``) and turns byte offsets and
+   strides into lane units, checking that every element lies inside its buffer (the loops do
+   not bounds-check);
+2. converts Python numbers into the op's compute type the way ``c10::convert`` does
+   (``scalar_bytes``, through the copy kernel), e.g. ``alpha`` for ``add``;
+3. calls one of five loops: ``binary`` (add/mul/div), ``compare``, ``unary`` (neg/abs),
+   ``where`` and ``fill``.
+
+All inputs of ``binary``/``compare``/``unary`` share the common dtype (torch CPU converts the
+others first); outputs are that dtype too, except ``compare``'s bool output. Importing this
+module does not import numba: the loops load on the first call and ``cache=True`` keeps their
+machine code between processes. Python work per call is O(ndim), never per element.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import struct
+from types import ModuleType
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+__all__ = [
+    "ARITHMETIC",
+    "COMPARISONS",
+    "SUPPORTED_DTYPES",
+    "UNARY",
+    "Operand",
+    "binary",
+    "compare",
+    "fill",
+    "read_scalar",
+    "scalar_bytes",
+    "unary",
+    "where",
+]
+
+ARITHMETIC = ("add", "mul", "div", "div_trunc", "div_floor")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+UNARY = ("neg", "abs")
+
+# Lane type and format code (``_elementwise_loops.PLAIN/BOOL/HALF/BFLOAT16``) of each dtype.
+_LANES: dict[torch.dtype, tuple[np.dtype, int]] = {
+    torch.bool: (np.dtype(np.uint8), 1),
+    torch.uint8: (np.dtype(np.uint8), 0),
+    torch.int8: (np.dtype(np.int8), 0),
+    torch.int16: (np.dtype(np.int16), 0),
+    torch.int32: (np.dtype(np.int32), 0),
+    torch.int64: (np.dtype(np.int64), 0),
+    torch.float16: (np.dtype(np.uint16), 2),
+    torch.bfloat16: (np.dtype(np.uint16), 3),
+    torch.float32: (np.dtype(np.float32), 0),
+    torch.float64: (np.dtype(np.float64), 0),
+    torch.complex64: (np.dtype(np.complex64), 0),
+    torch.complex128: (np.dtype(np.complex128), 0),
+}
+SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(_LANES)
+
+# The numpy type a compute value of each dtype has inside the loops.
+_COMPUTE = {
+    torch.float16: np.float32,
+    torch.bfloat16: np.float32,
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+    torch.complex64: np.complex64,
+    torch.complex128: np.complex128,
+}
+_REDUCED = (torch.float16, torch.bfloat16)
+# Where moves lanes unchanged: any dtype of one width moves as that width's unsigned lane.
+_MOVE_LANES = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64),
+    16: np.dtype(np.complex128),
+}
+
+_loops: ModuleType | None = None
+
+
+def _load() -> ModuleType:
+    """Import the numba loops on first use (importing the package must not import numba)."""
+    global _loops
+    if _loops is None:
+        from . import _elementwise_loops
+
+        _loops = _elementwise_loops
+    return _loops
+
+
+class Operand(NamedTuple):
+    """One operand of a planned iteration, as bytes (see the module docstring)."""
+
+    data: np.ndarray
+    offset: int
+    dtype: torch.dtype
+    strides: tuple[int, ...]
+
+
+def binary(
+    op: str,
+    out: Operand,
+    a: Operand,
+    b: Operand,
+    shape: tuple[int, ...],
+    *,
+    alpha: bool | int | float | complex = 1,
+    scalar_other: float | None = None,
+) -> None:
+    """``out = op(a, b)`` for ``op`` in ``ARITHMETIC``; all three share one dtype.
+
+    ``add`` computes ``a + alpha * b`` (``sub`` is ``add`` with ``-alpha``); ``alpha`` converts
+    to the compute type as ``Scalar::to`` does (the caller checks overflow). Floats use one
+    fused multiply-add, as torch's CPU loops do; float16/bfloat16 round the product and the
+    sum. ``scalar_other`` replaces ``b`` by one float32 value and computes in float32 with a
+    single rounding: torch's ``opmath`` loop for a float16/bfloat16 op whose second operand
+    is a scalar (``mul``, ``div`` and its modes). Raises ``ZeroDivisionError`` when an integer
+    ``div_trunc``/``div_floor`` meets a zero divisor (elements before it may be written).
+    """
+    loops = _load()
+    dtype = out.dtype
+    _check_same_dtype(dtype, a, b)
+    code = ARITHMETIC.index(op)
+    if math.prod(shape) == 0:
+        return
+    fmt = _LANES[dtype][1]
+    mid = fmt if dtype in _REDUCED else loops.PLAIN
+    if scalar_other is not None:
+        if dtype not in _REDUCED:
+            raise ValueError("scalar_other is only for float16/bfloat16 ops")
+        value = np.array([scalar_other], dtype=np.float32).view(np.uint8)
+        b = Operand(value, 0, torch.float32, (0,) * len(shape))
+        mid = loops.PLAIN
+    alpha_value = _compute_scalar(alpha, dtype)
+    shape_, base, strides, (o, x, y) = _lay_out(shape, out, a, b)
+    check_zero = op in ("div_trunc", "div_floor") and not dtype.is_floating_point
+    status = loops.binary_kernel(
+        code, o, x, y, base, strides, shape_, alpha_value, fmt, fmt, mid, check_zero
+    )
+    if status:
+        raise ZeroDivisionError("integer division by zero")
+
+
+def compare(op: str, out: Operand, a: Operand, b: Operand, shape: tuple[int, ...]) -> None:
+    """``out = op(a, b)`` for ``op`` in ``COMPARISONS``: ``a``, ``b`` of one dtype, bool out.
+
+    Values compare in their compute type (float16/bfloat16 widened exactly to float32); NaN
+    compares unequal to everything; complex values support only ``eq``/``ne``.
+    """
+    loops = _load()
+    if out.dtype != torch.bool:
+        raise ValueError(f"compare writes a bool output, got {out.dtype}")
+    _check_same_dtype(a.dtype, b)
+    code = COMPARISONS.index(op)
+    if a.dtype.is_complex and code > 1:
+        raise ValueError(f"{op} is not defined for complex values")
+    if math.prod(shape) == 0:
+        return
+    shape_, base, strides, (o, x, y) = _lay_out(shape, out, a, b)
+    loops.compare_kernel(code, o, x, y, base, strides, shape_, _LANES[a.dtype][1])
+
+
+def unary(op: str, out: Operand, a: Operand, shape: tuple[int, ...]) -> None:
+    """``out = op(a)`` for ``op`` in ``UNARY``, one dtype (complex ``abs`` writes ``|a| + 0j``)."""
+    loops = _load()
+    _check_same_dtype(out.dtype, a)
+    code = UNARY.index(op)
+    if math.prod(shape) == 0:
+        return
+    shape_, base, strides, (o, x) = _lay_out(shape, out, a)
+    loops.unary_kernel(code, o, x, base, strides, shape_, _LANES[a.dtype][1])
+
+
+def where(out: Operand, cond: Operand, a: Operand, b: Operand, shape: tuple[int, ...]) -> None:
+    """``out = a if cond else b``: ``cond`` bool, ``a``/``b``/``out`` of one dtype, bits kept."""
+    loops = _load()
+    if cond.dtype != torch.bool:
+        raise ValueError(f"where needs a bool condition, got {cond.dtype}")
+    _check_same_dtype(out.dtype, a, b)
+    if math.prod(shape) == 0:
+        return
+    lane = _MOVE_LANES[out.dtype.itemsize]
+    shape_, base, strides, (o, c, x, y) = _lay_out(
+        shape, out, cond, a, b, lanes=(lane, None, lane, lane)
+    )
+    loops.where_kernel(o, c, x, y, base, strides, shape_)
+
+
+def fill(out: Operand, value: np.ndarray, shape: tuple[int, ...]) -> None:
+    """Write ``value`` (the bytes of one element of ``out.dtype``) into every element."""
+    loops = _load()
+    if value.nbytes != out.dtype.itemsize:
+        raise ValueError(
+            f"fill value has {value.nbytes} bytes, {out.dtype} needs {out.dtype.itemsize}"
+        )
+    if math.prod(shape) == 0:
+        return
+    lane = _MOVE_LANES[out.dtype.itemsize]
+    shape_, base, strides, (o,) = _lay_out(shape, out, lanes=(lane,))
+    loops.fill_kernel(o, np.ascontiguousarray(value).view(lane), base, strides, shape_)
+
+
+def scalar_bytes(value: bool | int | float | complex, dtype: torch.dtype) -> np.ndarray:
+    """The bytes of ``value`` converted to ``dtype`` as ``c10::convert`` does (no range check).
+
+    The number starts as the dtype a wrapped Python number has (bool, int64, float64 or
+    complex128) and goes through the copy kernel, so integers wrap, floats truncate toward
+    zero into integers, and float64 reaches float16/bfloat16 through float32, as torch does.
+    """
+    return np.frombuffer(_cached_scalar_bytes(_number_key(value), dtype), dtype=np.uint8).copy()
+
+
+def read_scalar(source: Operand, dtype: torch.dtype) -> np.ndarray:
+    """The bytes of element ``[0, ..., 0]`` of ``source`` converted to ``dtype``."""
+    return _convert(source.data, source.offset, source.dtype, dtype)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _number_key(value: bool | int | float | complex) -> tuple:
+    """A cache key that tells apart what ``==`` confuses: 1, 1.0, True; 0.0, -0.0; NaNs."""
+    if isinstance(value, float):
+        return (float, struct.pack("<d", value))
+    if isinstance(value, complex):
+        return (complex, struct.pack("<dd", value.real, value.imag))
+    return (type(value), value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
+    kind, raw = key
+    if kind is float:
+        value = struct.unpack("<d", raw)[0]
+    elif kind is complex:
+        value = complex(*struct.unpack("<dd", raw))
+    else:
+        value = raw
+    source, source_dtype = _number_array(value)
+    return _convert(source.view(np.uint8), 0, source_dtype, dtype).tobytes()
+
+
+def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torch.dtype]:
+    if isinstance(value, bool):
+        return np.array([value], dtype=np.uint8), torch.bool
+    if isinstance(value, int):
+        if value >= 2**63:  # a uint64 Scalar: through float64 (c10 converts it directly)
+            return np.array([float(value)], dtype=np.float64), torch.float64
+        return np.array([value], dtype=np.int64), torch.int64
+    if isinstance(value, float):
+        return np.array([value], dtype=np.float64), torch.float64
+    if isinstance(value, complex):
+        return np.array([value], dtype=np.complex128), torch.complex128
+    raise TypeError(f"expected a Python number, got {type(value).__name__}")
+
+
+def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) -> np.ndarray:
+    from .copy import copy_strided
+
+    out = np.zeros(dst.itemsize, dtype=np.uint8)
+    copy_strided(out, 0, dst, data, offset, src, (), (), ())
+    return out
+
+
+def _compute_scalar(value: bool | int | float | complex, dtype: torch.dtype):
+    """``value`` as the loops' compute value for ``dtype`` (``Scalar::to<scalar_t>()``)."""
+    raw = scalar_bytes(value, dtype)
+    lane = _LANES[dtype][0]
+    if dtype in _REDUCED:
+        bits = int(raw.view(np.uint16)[0])
+        full = bits << 16 if dtype == torch.bfloat16 else _half_bits_to_float32_bits(bits)
+        return np.array([full], dtype=np.uint32).view(np.float32)[0]
+    if dtype in _COMPUTE:
+        return raw.view(lane)[0]
+    return np.int64(raw.view(lane)[0])
+
+
+def _half_bits_to_float32_bits(bits: int) -> int:
+    """IEEE float16 bits to float32 bits (numpy's float16 widening is exact)."""
+    value = np.array([bits], dtype=np.uint16).view(np.float16).astype(np.float32)
+    return int(value.view(np.uint32)[0])
+
+
+def _check_same_dtype(dtype: torch.dtype, *operands: Operand) -> None:
+    if dtype not in _LANES:
+        raise TypeError(f"mydev elementwise kernels do not support dtype {dtype}")
+    for op in operands:
+        if op.dtype != dtype:
+            raise ValueError(f"operands must share one dtype, got {op.dtype} and {dtype}")
+
+
+def _lay_out(
+    shape: tuple[int, ...], *operands: Operand, lanes: tuple[np.dtype | None, ...] = ()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """Lane arrays, start offsets and strides (in lanes) of ``operands`` over ``shape``.
+
+    ``lanes[i]`` overrides operand ``i``'s lane type (None keeps its dtype's lane). A 0-dim
+    iteration becomes one dim of size 1.
+    """
+    shape = tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative size in shape {shape}")
+    ndim = max(len(shape), 1)
+    arrays = []
+    base = np.zeros(len(operands), dtype=np.int64)
+    strides = np.zeros((len(operands), ndim), dtype=np.int64)
+    for k, op in enumerate(operands):
+        lane = lanes[k] if k < len(lanes) and lanes[k] is not None else _LANES[op.dtype][0]
+        if len(op.strides) != len(shape):
+            raise ValueError(f"strides {op.strides} do not match shape {shape}")
+        if not (
+            isinstance(op.data, np.ndarray) and op.data.dtype == np.uint8 and op.data.ndim == 1
+        ):
+            raise TypeError("operand data must be a 1-D numpy uint8 array")
+        size = lane.itemsize
+        if op.offset % size or any(s % size for s in op.strides):
+            raise ValueError(f"offset {op.offset} / strides {op.strides} not in whole elements")
+        if op.offset < 0 or any(s < 0 for s in op.strides):
+            raise ValueError(f"negative offset or stride ({op.offset}, {op.strides})")
+        last = op.offset + sum((n - 1) * s for n, s in zip(shape, op.strides, strict=True)) + size
+        if last > op.data.shape[0]:
+            raise IndexError(f"the plan reaches byte {last} of a {op.data.shape[0]}-byte buffer")
+        usable = op.data.shape[0] - op.data.shape[0] % size
+        arrays.append(op.data[:usable].view(lane))
+        base[k] = op.offset // size
+        strides[k, : len(shape)] = [s // size for s in op.strides]
+    return np.array(shape or (1,), dtype=np.int64), base, strides, tuple(arrays)
