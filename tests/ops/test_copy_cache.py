@@ -100,3 +100,29 @@ def test_caches_stay_bounded():
     dev.t().contiguous()
     dev.t().contiguous()
     assert copy_ops._entries.hits > before or conversions._layouts.hits > 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: d.to(torch.uint32),
+        lambda d: d.to("cpu", dtype=torch.uint16),
+        lambda d: torch.empty(3, dtype=torch.uint32, device="mydev").clone(),
+    ],
+)
+def test_new_tensor_paths_keep_copy_errors(call):
+    """clone/_to_copy skip no check: an unsupported dtype is copy_'s RuntimeError."""
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="is not supported"):
+            call(torch.randn(3).to("mydev"))
+
+
+def test_new_tensor_paths_refuse_lazy_bits():
+    """A conjugate or negative view reaches copy_'s error through clone and to, every time."""
+    z = torch.randn(3, 4) + 1j * torch.randn(3, 4)
+    dz = z.to("mydev")
+    neg = torch._neg_view(torch.randn(3, 4).to("mydev"))
+    for call in (dz.conj().clone, dz.conj().cpu, lambda: neg.to(torch.float64), neg.clone):
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="lazy conjugate/negative bit"):
+                call()

@@ -66,15 +66,9 @@ _LANES: dict[torch.dtype, tuple[np.dtype, int]] = {
 }
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(_LANES)
 
-# The numpy type a compute value of each dtype has inside the loops.
-_COMPUTE = {
-    torch.float16: np.float32,
-    torch.bfloat16: np.float32,
-    torch.float32: np.float32,
-    torch.float64: np.float64,
-    torch.complex64: np.complex64,
-    torch.complex128: np.complex128,
-}
+# Dtypes whose lane value is already the compute value (integers widen to int64, float16 and
+# bfloat16 bits widen to float32).
+_OWN_COMPUTE = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 _REDUCED = (torch.float16, torch.bfloat16)
 # Where moves lanes unchanged: any dtype of one width moves as that width's unsigned lane.
 _MOVE_LANES = {
@@ -143,7 +137,9 @@ def binary(
         mid = loops.PLAIN
     alpha_value = _compute_scalar(alpha, dtype)
     shape_, base, strides, (o, x, y) = _lay_out(shape, out, a, b)
-    check_zero = op in ("div_trunc", "div_floor") and not dtype.is_floating_point
+    check_zero = op in ("div_trunc", "div_floor") and not (
+        dtype.is_floating_point or dtype.is_complex
+    )
     status = loops.binary_kernel(
         code, o, x, y, base, strides, shape_, alpha_value, fmt, fmt, mid, check_zero
     )
@@ -280,7 +276,7 @@ def _compute_scalar(value: bool | int | float | complex, dtype: torch.dtype):
         bits = int(raw.view(np.uint16)[0])
         full = bits << 16 if dtype == torch.bfloat16 else _half_bits_to_float32_bits(bits)
         return np.array([full], dtype=np.uint32).view(np.float32)[0]
-    if dtype in _COMPUTE:
+    if dtype in _OWN_COMPUTE:
         return raw.view(lane)[0]
     return np.int64(raw.view(lane)[0])
 

@@ -4,6 +4,11 @@ The order of decisions is ``copy_impl``'s (aten/src/ATen/native/Copy.cpp): same 
 same-data early exits, internal overlap of the destination, partial overlap between the two,
 then a TensorIterator plan (``torch_mydev.iterator``) whose coalesced shape and byte strides
 drive ``torch_mydev.kernels.copy``.
+
+Everything decided from sizes, strides and dtypes alone -- the internal-overlap check, the
+plan, the kernel's set-up (``kernels.copy.prepare_copy``) -- is made once per layout pair
+and kept in a ``CopyEntry`` (an LRU cache wrapped around the rules); a call then does O(1)
+Python work: the checks that depend on the tensors themselves, and the kernel.
 """
 
 from __future__ import annotations
@@ -54,9 +59,7 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
     key = (self.shape, self.stride(), self.dtype, src.shape, src.stride(), src.dtype)
     entry = _entries.get(key)  # copy_entry, inlined: this is the per-call path
     if entry is None:
-        entry = _new_entry(key)
-    if entry.dst_overlaps:
-        raise RuntimeError(_INTERNAL_OVERLAP)
+        entry = _new_entry(key)  # raises for a destination that overlaps itself
     dst_storage = self.untyped_storage()
     src_storage = src.untyped_storage()
     dst_base = dst_storage.data_ptr()
@@ -79,11 +82,18 @@ def copy_into_new(
     """``dst.copy_(src)`` for a ``dst`` just allocated for this copy (clone, ``_to_copy``).
 
     A new tensor is non-overlapping and dense and shares no memory with ``src``, so Copy.cpp's
-    overlap checks cannot fire, and its dtype and device are the caller's choice: only ``src``
-    is checked. ``entry`` is ``copy_entry(dst, src)`` when the caller has it already.
+    overlap checks cannot fire; the caller made it on a host device. What is left of copy_'s
+    checks is done here, and any failure goes to copy_, which raises its own error.
+    ``entry`` is ``copy_entry(dst, src)`` when the caller has it already.
     """
-    if src.layout != torch.strided or src.is_conj() or src.is_neg():
-        return copy_(dst, src)  # copy_ raises the error
+    if (
+        src.layout != torch.strided
+        or dst.dtype not in _SUPPORTED
+        or src.dtype not in _SUPPORTED
+        or src.is_conj()
+        or src.is_neg()
+    ):
+        return copy_(dst, src)
     if entry is None:
         entry = copy_entry(dst, src)
     if entry.numel == 0:
@@ -98,15 +108,14 @@ def copy_into_new(
 class CopyEntry:
     """What ``copy_`` decides from sizes, strides and dtypes alone, kept per layout pair.
 
-    ``plan`` is the TensorIterator plan and ``numel`` its element count; ``dst_overlaps``
-    whether the destination writes one location twice (``has_internal_overlap`` is YES:
-    copy_ raises); ``complex_to_real`` whether copy_ warns about a dropped imaginary part;
-    ``prepared`` the same-dtype kernel set-up (None for a cast, which runs ``copy_strided``).
+    ``plan`` is the TensorIterator plan and ``numel`` its element count; ``complex_to_real``
+    whether copy_ warns about a dropped imaginary part; ``prepared`` the same-dtype kernel
+    set-up (None for a cast, which runs ``copy_strided``). There is no entry for a
+    destination that writes one location twice: making it raises, on every call.
     """
 
     plan: Plan
     numel: int
-    dst_overlaps: bool
     complex_to_real: bool
     prepared: kernels.PreparedCopy | None
 
@@ -147,20 +156,21 @@ def _make_entry(
 ) -> CopyEntry:
     dst_sizes, dst_strides = tuple(dst_sizes), tuple(dst_strides)
     src_sizes, src_strides = tuple(src_sizes), tuple(src_strides)
+    if layout.has_internal_overlap(dst_sizes, dst_strides) is layout.MemOverlap.YES:
+        raise RuntimeError(_INTERNAL_OVERLAP)  # before the same-data exit, as copy_impl
     operands = (
         OperandSpec(dst_sizes, dst_strides, dst_dtype, is_output=True),
         OperandSpec(src_sizes, src_strides, src_dtype),
     )
     plan = cached_build(operands, _COPY_CONFIG)
     prepared = None
-    if dst_dtype == src_dtype:
+    if dst_dtype == src_dtype and dst_dtype in _SUPPORTED:
         prepared = kernels.prepare_copy(
             dst_dtype, plan.coalesced_shape, *plan.coalesced_stride_bytes
         )
     return CopyEntry(
         plan=plan,
         numel=plan.numel,
-        dst_overlaps=layout.has_internal_overlap(dst_sizes, dst_strides) is layout.MemOverlap.YES,
         complex_to_real=not dst_dtype.is_complex and src_dtype.is_complex,
         prepared=prepared,
     )

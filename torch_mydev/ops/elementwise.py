@@ -4,10 +4,11 @@ Every op follows the structure of its ATen implementation (``native/BinaryOps.cp
 ``native/UnaryOps.cpp``, ``native/TensorCompare.cpp``, ``native/Fill.cpp``):
 
 1. ATen's argument checks (``sub_check``, ``alpha_check``, rounding modes, bool negation);
-2. a TensorIterator plan (``torch_mydev.iterator.build``) with the config of ATen's builder
-   (``binary_op_config``, ``binary_float_op_config``, ``comparison_op_config``,
-   ``unary_op_config``): broadcast shape, common dtype (``torch.result_type``'s rule, Python
-   numbers ranking lowest), safe casting into ``out=``, output strides;
+2. a TensorIterator plan (``torch_mydev.iterator.build``, through its plan cache) with the
+   config of ATen's builder (``binary_op_config``, ``binary_float_op_config``,
+   ``comparison_op_config``, ``unary_op_config``): broadcast shape, common dtype
+   (``torch.result_type``'s rule, Python numbers ranking lowest), safe casting into ``out=``,
+   output strides;
 3. outputs: a new tensor with the plan's strides, or the ``out=`` tensor resized the way
    structured kernels resize it (a warning when it had elements, then the plan's strides),
    or ``self`` for in-place forms;
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 
 from torch_mydev import layout
+from torch_mydev.iterator.cache import cached_build
 from torch_mydev.iterator.operands import (
     IteratorConfig,
     OperandSpec,
@@ -39,7 +41,7 @@ from torch_mydev.iterator.operands import (
     comparison_op_config,
     unary_op_config,
 )
-from torch_mydev.iterator.plan import Plan, build
+from torch_mydev.iterator.plan import Plan
 from torch_mydev.iterator.promotion import (
     OperandDtype,
     can_cast,
@@ -153,6 +155,16 @@ def div_(self: torch.Tensor, other: Arg, *, rounding_mode: str | None = None) ->
     return _arithmetic("div", self, other, rounding_mode=rounding_mode, out=self, inplace=True)
 
 
+def floor_divide(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """aten::floor_divide (Tensor, Scalar and their out= forms): ``div(rounding_mode="floor")``."""
+    return _arithmetic("div", self, other, rounding_mode="floor", out=out)
+
+
+def floor_divide_(self: torch.Tensor, other: Arg) -> torch.Tensor:
+    """aten::floor_divide_.Tensor / floor_divide_.Scalar."""
+    return _arithmetic("div", self, other, rounding_mode="floor", out=self, inplace=True)
+
+
 def _comparison(name: str):
     def functional(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
         return _compare(name, self, other, out=out)
@@ -230,7 +242,7 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
     # fill_out's iterator has only the output; planning self as output and input gives the
     # same permuted, coalesced walk over self's own layout.
     output = OperandSpec(sizes, strides, self.dtype, is_output=True)
-    plan = build([output, OperandSpec(sizes, strides, self.dtype)], config)
+    plan = cached_build([output, OperandSpec(sizes, strides, self.dtype)], config)
     kernels.fill(_operand(self, plan, 0), raw, plan.coalesced_shape)
     return self
 
@@ -445,7 +457,7 @@ def _plan(
     specs = [output, *(_spec(x) for x in inputs)]
     if out is not None:
         _check_partial_overlap(out, inputs)
-    return build(specs, config), out
+    return cached_build(specs, config), out
 
 
 def _spec(x: Arg) -> OperandSpec:
