@@ -201,3 +201,41 @@ def test_item_reads_one_element():
         assert x.to("mydev").item() == x.item()
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         torch.empty(2, device="mydev").item()
+
+
+LAZY_BITS = {
+    "conj_src": lambda d: (torch.empty(2, 3, dtype=torch.complex64, device=d), "conj"),
+    "conj_dst": lambda d: (torch.empty(3, 2, dtype=torch.complex64, device=d).t().conj(), None),
+    "neg_src_real": lambda d: (torch.empty(2, 3, device=d), "imag"),
+    "neg_src_to_int": lambda d: (torch.empty(2, 3, dtype=torch.int32, device=d), "imag"),
+    "conj_both": lambda d: (torch.empty(2, 3, dtype=torch.complex128, device=d).conj(), "conj"),
+}
+
+
+@pytest.mark.parametrize("case", list(LAZY_BITS))
+def test_lazy_conjugate_and_negative_bits_like_cpu(case):
+    """Truth: the same copy_ on CPU, where Copy.cpp resolves the bits."""
+    z = torch.tensor([[1 + 2j, -0.0 - 3j, 4.5 + 0j], [float("nan") + 1j, 7 - 8j, 9j]])
+
+    def run(d):
+        dst, kind = LAZY_BITS[case](d)
+        src = z.to(d)
+        src = {"conj": src.conj(), "imag": src.conj().imag, None: src}[kind]
+        if src.dtype != dst.dtype and not dst.is_complex():
+            src = src.real if src.is_complex() else src
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dst.copy_(src)
+        return dst
+
+    cpu, dev = run("cpu"), run("mydev")
+    assert (dev.is_conj(), dev.is_neg()) == (cpu.is_conj(), cpu.is_neg())
+    assert same_bits(dev.resolve_conj().resolve_neg(), cpu.resolve_conj().resolve_neg())
+
+
+def test_lazy_bits_reach_the_fallback_and_clone():
+    z = torch.tensor([1 + 2j, 3 - 4j])
+    dev = z.to("mydev").conj()
+    assert same_bits(dev.clone(), z.conj().clone())
+    assert same_bits(torch.sin(dev), torch.sin(z.conj()))
+    assert same_bits(dev.resolve_conj(), z.conj().resolve_conj())

@@ -117,12 +117,23 @@ def test_new_tensor_paths_keep_copy_errors(call):
             call(torch.randn(3).to("mydev"))
 
 
-def test_new_tensor_paths_refuse_lazy_bits():
-    """A conjugate or negative view reaches copy_'s error through clone and to, every time."""
+def test_new_tensor_paths_hand_lazy_bits_to_copy():
+    """clone and to of a conjugate or negative view give what CPU gives, every time.
+
+    The new-tensor path does not handle the bits itself: it hands such a source to copy_.
+    """
     z = torch.randn(3, 4) + 1j * torch.randn(3, 4)
-    dz = z.to("mydev")
-    neg = torch._neg_view(torch.randn(3, 4).to("mydev"))
-    for call in (dz.conj().clone, dz.conj().cpu, lambda: neg.to(torch.float64), neg.clone):
+    x = torch.randn(3, 4)
+    cases = (
+        lambda t: t.conj().clone(),
+        lambda t: t.conj().to(torch.complex128),
+        lambda t: torch._neg_view(t.real).clone(),
+        lambda t: torch._neg_view(t.real).to(torch.float64),
+    )
+    for call in cases:
         for _ in range(2):
-            with pytest.raises(RuntimeError, match="lazy conjugate/negative bit"):
-                call()
+            for base in (z, x + 0j):
+                cpu, dev = call(base), call(base.to("mydev"))
+                assert (dev.is_conj(), dev.is_neg()) == (cpu.is_conj(), cpu.is_neg())
+                got = dev.cpu().resolve_conj().resolve_neg()
+                assert same_bits(got, cpu.resolve_conj().resolve_neg())

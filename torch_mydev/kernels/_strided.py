@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, prange, types, uint64
 from numba.extending import intrinsic
 
 
@@ -43,18 +43,23 @@ def numba_threads() -> int:
 def _copy_run(
     dst: np.ndarray, d: int, ds: int, src: np.ndarray, s: int, ss: int, n: int, width: int
 ) -> None:
-    """Move ``n`` elements of ``width`` units: dst[d + i*ds + k] = src[s + i*ss + k]."""
+    """Move ``n`` elements of ``width`` units: dst[d + i*ds + k] = src[s + i*ss + k].
+
+    Indices are cast to uint64 (they are never negative: offsets and strides are checked by
+    the caller), so numba emits no negative-index wraparound test per element; with it the
+    loops ran about a quarter slower and the contiguous run did not vectorise.
+    """
     if width == 1:
         if ds == 1 and ss == 1:
             for i in range(n):
-                dst[d + i] = src[s + i]
+                dst[uint64(d + i)] = src[uint64(s + i)]
         else:
             for i in range(n):
-                dst[d + i * ds] = src[s + i * ss]
+                dst[uint64(d + i * ds)] = src[uint64(s + i * ss)]
     else:
         for i in range(n):
             for k in range(width):
-                dst[d + i * ds + k] = src[s + i * ss + k]
+                dst[uint64(d + i * ds + k)] = src[uint64(s + i * ss + k)]
 
 
 @njit(cache=True, nogil=True)

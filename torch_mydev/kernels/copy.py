@@ -39,6 +39,11 @@ deterministic result used here (torch's result on x86). NaN bit patterns follow 
 scalar conversions, except float32 -> bfloat16 where torch's vector loop runs (dim-0
 strides 2 and 4): there a NaN is 0xFFFF, as torch writes it (see ``_convert``).
 
+For a caller that copies one layout many times, ``prepare_copy`` makes every same-dtype
+decision above from the plan alone, once; ``PreparedCopy.run`` then takes two start
+addresses and moves the same bytes (the serial loops read raw addresses, so no numpy view
+is built per call; a contiguous range below the parallel threshold is one ``memmove``).
+
 Importing this module does not import numba: the loops live in ``_strided`` and
 ``_convert``, imported on the first copy; ``cache=True`` keeps their machine code between
 processes.

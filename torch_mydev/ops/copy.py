@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from torch_mydev import layout
@@ -55,6 +56,8 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
     """
     if self is src:
         return self
+    if self.is_conj() or self.is_neg() or src.is_conj() or src.is_neg():
+        return _copy_lazy_bits(self, src)
     _check_copy_args(self, src)
     key = (self.shape, self.stride(), self.dtype, src.shape, src.stride(), src.dtype)
     entry = _entries.get(key)  # copy_entry, inlined: this is the per-call path
@@ -247,7 +250,6 @@ def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
         and src.layout == torch.strided
         and self.dtype in _SUPPORTED
         and src.dtype in _SUPPORTED
-        and not (self.is_conj() or self.is_neg() or src.is_conj() or src.is_neg())
     ):
         return  # the common case, in one expression; else find the first error in order
     for name, t in (("destination", self), ("source", src)):
@@ -260,11 +262,66 @@ def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
                 f"mydev copy_: dtype {t.dtype} of the {name} is not supported "
                 f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
             )
-        if t.is_conj() or t.is_neg():
-            raise RuntimeError(
-                f"mydev copy_: the {name} has a lazy conjugate/negative bit; "
-                "call resolve_conj()/resolve_neg() first"
-            )
+
+
+def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """copy_ where either side has a lazy conjugate or negative bit (``x.conj()``, ``.imag``).
+
+    Copy.cpp's rule: ``self`` must read back as ``src`` reads. Copy the stored values (both
+    sides seen without their bits, same checks as any copy), then conjugate / negate the
+    written elements where the two sides' bits differ.
+    """
+    same_bits = self.is_conj() == src.is_conj() and self.is_neg() == src.is_neg()
+    if same_bits and _is_same_data(self, src):
+        return self
+    conj = self.is_complex() and self.is_conj() != src.is_conj()
+    neg = self.is_neg() != src.is_neg()
+    stored = _without_bits(self)
+    copy_(stored, _without_bits(src))
+    if conj or neg:
+        _flip_signs(stored, conj=conj, neg=neg)
+    return self
+
+
+def _without_bits(t: torch.Tensor) -> torch.Tensor:
+    """An alias of ``t`` that reads its stored values (no conjugate or negative bit)."""
+    if not (t.is_conj() or t.is_neg()):
+        return t
+    alias = torch.ops.aten.alias(t)
+    torch._C._set_conj(alias, False)
+    torch._C._set_neg(alias, False)
+    return alias
+
+
+_SIGN_UNITS = {1: np.int8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _flip_signs(t: torch.Tensor, *, conj: bool, neg: bool) -> None:
+    """Negate the imaginary parts (``conj``) and/or every value (``neg``) of ``t`` in place.
+
+    Floating and complex values flip their sign bits, as IEEE negation does (NaN and -0.0
+    included); integers are negated with two's-complement wrap-around.
+    """
+    if t.numel() == 0:
+        return
+    itemsize = t.element_size()
+    parts = 2 if t.is_complex() else 1
+    unit = itemsize // parts
+    integer = not (t.is_floating_point() or t.is_complex())
+    typed = storage_bytes(t).view(np.dtype(f"i{unit}") if integer else _SIGN_UNITS[unit])
+    view = np.lib.stride_tricks.as_strided(
+        typed[t.storage_offset() * parts :],
+        shape=(*t.shape, parts),
+        strides=(*(s * itemsize for s in t.stride()), unit),
+    )
+    if integer:
+        np.negative(view, out=view)
+        return
+    sign = typed.dtype.type(1 << (8 * unit - 1))
+    if neg:
+        np.bitwise_xor(view, sign, out=view)
+    if conj:
+        np.bitwise_xor(view[..., 1], sign, out=view[..., 1])
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
