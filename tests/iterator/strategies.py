@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
+from layout.strategies import DEVICE_DTYPES
 
 # dtypes CPU kernels support for add/mul/div/eq (complex32 and the barebones unsigned
 # types have almost no CPU kernels).
-DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-)
+DTYPES = tuple(d for d in DEVICE_DTYPES if d is not torch.complex128)
 MEMORY_FORMATS = (
     None,
     torch.preserve_format,

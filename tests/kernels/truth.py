@@ -14,23 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from layout.strategies import DEVICE_DTYPES
 
 from torch_mydev.kernels import copy as kcopy
 
-DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-)
+DTYPES = DEVICE_DTYPES
 INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 COMPLEX = (torch.complex64, torch.complex128)

@@ -19,7 +19,24 @@ from __future__ import annotations
 
 import math
 
+import torch
 from hypothesis import strategies as st
+
+# The dtypes mydev's copy kernels support: what the device tests draw from.
+DEVICE_DTYPES = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+    torch.complex128,
+)
 
 # Sizes drawn for one dim; 1 is listed twice so size-1 dims are common.
 _POSITIVE_SIZE = st.sampled_from((1, 1, 2, 3, 4, 5))

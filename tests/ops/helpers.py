@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import torch
-from layout.strategies import storage_elements
+from layout.strategies import DEVICE_DTYPES, storage_elements
 
-ALL_DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-)
+ALL_DTYPES = DEVICE_DTYPES
 
 
 def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.Tensor:
