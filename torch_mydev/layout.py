@@ -21,7 +21,7 @@ Nothing here touches memory or tensors; torch is imported only inside the two
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -434,6 +434,28 @@ def strides_for_memory_format(
     raise RuntimeError("unsupported memory format Preserve")
 
 
+def sort_dims(order: Iterable[int], comes_after: Callable[[int, int], int]) -> tuple[int, ...]:
+    """ATen's dimension insertion sort, shared by ``infer_dense_strides`` and
+    ``TensorIteratorBase::reorder_dimensions``.
+
+    Each dim moves towards the front past every earlier dim it must precede
+    (``comes_after(earlier, dim) > 0``), and stops at the first it must follow (``< 0``);
+    dims the comparison cannot order (``0``) are stepped over without swapping, so the
+    result is not a plain stable sort.
+    """
+    perm = list(order)
+    for i in range(1, len(perm)):
+        moving = i
+        for earlier in range(i - 1, -1, -1):
+            comparison = comes_after(perm[earlier], perm[moving])
+            if comparison > 0:
+                perm[earlier], perm[moving] = perm[moving], perm[earlier]
+                moving = earlier
+            elif comparison < 0:
+                break
+    return tuple(perm)
+
+
 def infer_dense_strides(sizes: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
     """Dense strides that keep the input's dimension order; ``at::infer_dense_strides``.
 
@@ -465,17 +487,7 @@ def infer_dense_strides(sizes: Sequence[int], strides: Sequence[int]) -> tuple[i
             return 1
         return 1 if sizes[dim0] > sizes[dim1] else 0
 
-    perm = list(range(ndim - 1, -1, -1))
-    for i in range(1, ndim):
-        moving = i
-        for earlier in range(i - 1, -1, -1):
-            comparison = comes_after(perm[earlier], perm[moving])
-            if comparison > 0:
-                perm[earlier], perm[moving] = perm[moving], perm[earlier]
-                moving = earlier
-            elif comparison < 0:
-                break
-
+    perm = sort_dims(range(ndim - 1, -1, -1), comes_after)
     out = [0] * ndim
     stride = 1
     for d in perm:

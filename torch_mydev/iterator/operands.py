@@ -166,11 +166,8 @@ def unary_op_config() -> IteratorConfig:
 
 
 def unary_float_op_config(*, default_dtype: torch.dtype = torch.float32) -> IteratorConfig:
-    """``UNARY_FLOAT_OP_CONFIG`` (sqrt, exp, ...): integer inputs compute in the default float."""
-    return IteratorConfig(
-        promote_inputs_to_common_dtype=True,
-        cast_common_dtype_to_outputs=True,
-        enforce_safe_casting_to_output=True,
-        promote_integer_inputs_to_float=True,
-        default_dtype=default_dtype,
-    )
+    """``UNARY_FLOAT_OP_CONFIG`` (sqrt, exp, ...): integer inputs compute in the default float.
+
+    ATen spells out the same flags as ``BINARY_FLOAT_OP_CONFIG``; the config is that one.
+    """
+    return binary_float_op_config(default_dtype=default_dtype)

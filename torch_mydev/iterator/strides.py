@@ -104,16 +104,7 @@ def reorder_dimensions(
                 return 1
         return 0
 
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            comparison = should_swap(perm[dim0], perm[dim1])
-            if comparison > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif comparison < 0:
-                break
-    return tuple(perm)
+    return layout.sort_dims(perm, should_swap)
 
 
 def permute(values: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:

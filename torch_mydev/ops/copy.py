@@ -193,15 +193,10 @@ def _copy_shared(self: torch.Tensor, src: torch.Tensor, entry: CopyEntry) -> tor
     if overlap is layout.MemOverlapStatus.TOO_HARD:
         # torch allows it and reads whatever its loop order leaves; we read from a private
         # copy instead, so every element gets the value src had before the copy.
-        src = src.clone() if src.device.type == "cpu" else _private_copy(src)
+        src = src.clone()  # a new, dense tensor: clone's own copy cannot overlap
         entry = copy_entry(self, src)
     _run_entry(entry, self, _storage_end(self), src, _storage_end(src))
     return self
-
-
-def copy_plan(dst: torch.Tensor, src: torch.Tensor) -> Plan:
-    """The TensorIterator plan of ``dst.copy_(src)``: output ``dst``, input ``src``."""
-    return copy_entry(dst, src).plan
 
 
 def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -343,14 +338,6 @@ def _mem_range(t: torch.Tensor) -> layout.MemRange:
     return layout.MemRange.from_layout(
         t.untyped_storage().data_ptr(), t.shape, t.stride(), t.element_size(), t.storage_offset()
     )
-
-
-def _private_copy(src: torch.Tensor) -> torch.Tensor:
-    """A dense copy of a mydev tensor in its own storage (layout as clone would give it)."""
-    strides = layout.preserve_format_strides(tuple(src.shape), src.stride())
-    tmp = torch.empty_strided(tuple(src.shape), strides, dtype=src.dtype, device=src.device)
-    run_plan(copy_plan(tmp, src), tmp, src)
-    return tmp
 
 
 def local_scalar_dense(self: torch.Tensor) -> bool | int | float | complex:
