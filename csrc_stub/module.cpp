@@ -3,6 +3,9 @@
 #include "mydev.h"
 
 #include <ATen/EmptyTensor.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <c10/util/SmallVector.h>
 #include <torch/extension.h>
 
 namespace mydev {
@@ -40,12 +43,116 @@ pybind11::dict stats_dict() {
   return d;
 }
 
+// What the per-call path of a Python kernel reads of its tensors, in one call instead of
+// about ten attribute reads per tensor (each a round trip through Python's bindings):
+//
+//   _signature(t0, t1, ...) -> (signature, flags, data_ptr0, storage_ptr0, storage_nbytes0,
+//                               data_ptr1, ...)
+//
+// `signature` is a bytes object that equals another call's exactly when every tensor has the
+// same sizes, strides, dtype, device (CPU or mydev) and lazy conjugate/negative bits: a
+// dictionary key for what a kernel decides from layouts alone, never decoded. `flags` ORs
+// kFlagConj / kFlagNeg over the tensors. None when any argument is not a strided tensor with
+// storage in host memory (CPU or mydev): the caller then takes its general path, which
+// raises the right error. Reads metadata only: no layout rule lives here.
+constexpr int64_t kFlagConj = 1;
+constexpr int64_t kFlagNeg = 2;
+
+PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr Py_ssize_t kMaxTensors = 8;
+  if (nargs < 1 || nargs > kMaxTensors) {
+    PyErr_SetString(PyExc_TypeError, "_signature takes 1 to 8 tensors");
+    return nullptr;
+  }
+  const at::Tensor* tensors[kMaxTensors];
+  size_t words = 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!THPVariable_Check(args[i])) {
+      PyErr_SetString(PyExc_TypeError, "_signature takes tensors only");
+      return nullptr;
+    }
+    const at::Tensor& t = THPVariable_Unpack(args[i]);
+    if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage()) {
+      Py_RETURN_NONE;
+    }
+    const c10::DeviceType type = t.device().type();
+    if (type != c10::DeviceType::CPU && type != kDeviceType) {
+      Py_RETURN_NONE;
+    }
+    tensors[i] = &t;
+    words += 2 + 2 * static_cast<size_t>(t.dim());
+  }
+  c10::SmallVector<int64_t, 64> key(words);
+  size_t w = 0;
+  int64_t flags_any = 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    const at::Tensor& t = *tensors[i];
+    const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
+    flags_any |= flags;
+    const int64_t on_mydev = t.device().type() == kDeviceType ? 1 : 0;
+    // One word of ndim, dtype, device and flags, one of 0 (room for later facts), then sizes
+    // and strides.
+    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (on_mydev << 32) |
+        (flags << 40);
+    key[w++] = 0;
+    for (const int64_t n : t.sizes()) {
+      key[w++] = n;
+    }
+    for (const int64_t s : t.strides()) {
+      key[w++] = s;
+    }
+  }
+  PyObject* result = PyTuple_New(2 + 3 * nargs);
+  if (result == nullptr) {
+    return nullptr;
+  }
+  PyTuple_SET_ITEM(
+      result,
+      0,
+      PyBytes_FromStringAndSize(
+          reinterpret_cast<const char*>(key.data()),
+          static_cast<Py_ssize_t>(words * sizeof(int64_t))));
+  PyTuple_SET_ITEM(result, 1, PyLong_FromLongLong(flags_any));
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    const at::Tensor& t = *tensors[i];
+    const c10::Storage& storage = t.storage();
+    const auto start = reinterpret_cast<uintptr_t>(storage.data()) +
+        static_cast<uintptr_t>(t.storage_offset() * t.element_size());
+    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(start));
+    PyTuple_SET_ITEM(
+        result,
+        3 + 3 * i,
+        PyLong_FromUnsignedLongLong(reinterpret_cast<uintptr_t>(storage.data())));
+    PyTuple_SET_ITEM(result, 4 + 3 * i, PyLong_FromSize_t(storage.nbytes()));
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); ++i) {
+    if (PyTuple_GET_ITEM(result, i) == nullptr) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef kFastMethods[] = {
+    {"_signature",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(signature)),
+     METH_FASTCALL,
+     "(signature bytes, flags, then data_ptr, storage data_ptr, storage nbytes of each tensor) "
+     "of host strided tensors, else None"},
+    {nullptr, nullptr, 0, nullptr}};
+
 } // namespace
 } // namespace mydev
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   m.def("_empty_strided", &mydev::empty_strided, "Allocate a strided tensor on mydev");
+  PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
+  m.attr("FLAG_CONJ") = mydev::kFlagConj;
+  m.attr("FLAG_NEG") = mydev::kFlagNeg;
   m.def("_memory_stats", &mydev::stats_dict, "Allocator counters, torch.cuda names");
   m.def("_reset_peak_memory_stats", &mydev::reset_peak_memory_stats);
   m.def("_device_count", [] { return static_cast<int>(mydev::kDeviceCount); });

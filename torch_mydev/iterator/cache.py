@@ -45,6 +45,10 @@ class LRUCache(Generic[K, V]):
         self.hits = 0
         self.misses = 0
         self._data: OrderedDict[K, V] = OrderedDict()
+        # The stored value or None, as one C call: no recency update, no counting. Per-call
+        # paths use it; an entry they keep hitting may then be evicted as if unused, and is
+        # made again on its next miss.
+        self.peek: Callable[[K], V | None] = self._data.get
 
     def __len__(self) -> int:
         return len(self._data)
@@ -90,7 +94,7 @@ class LRUCache(Generic[K, V]):
         return value
 
     def clear(self) -> None:
-        """Forget every entry and reset the counters."""
+        """Forget every entry and reset the counters (``peek`` sees the same, emptied map)."""
         self._data.clear()
         self.hits = 0
         self.misses = 0

@@ -21,11 +21,14 @@ integer division met a zero divisor (torch raises ``ZeroDivisionError`` there).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from ._strided import _pointer
 
 # What a uint8 / uint16 lane holds (other lanes are PLAIN).
 PLAIN = 0
@@ -572,3 +575,47 @@ def fill_kernel(out, value, base, strides, shape):
             out[o + i * so] = v
         _next_row(counter, offsets, strides, shape)
     return 0
+
+
+# ---- the same kernels over raw addresses -------------------------------------------------------
+#
+# What Python calls: the operands' addresses (element [0, ..., 0] of each), any array of each
+# operand's lane type (only its dtype is read), and ``meta``, an int64 array of the plan's
+# constants: the operands' extents in lanes (one past the last element the plan reaches), then
+# the kernel's codes. With the operand offsets all 0, ``strides`` and ``shape`` are as above.
+
+
+@njit(**_JIT)
+def binary_at(
+    out_address, a_address, b_address, out_lane, a_lane, b_lane, meta, strides, shape, alpha
+):
+    """``binary_kernel`` at three addresses; ``meta`` = extents of out, a, b, then ``op``,
+    ``fmt``, ``out_fmt``, ``mid``, ``check_zero`` (0/1)."""
+    out = numba.carray(_pointer(out_address, out_lane), meta[0])
+    a = numba.carray(_pointer(a_address, a_lane), meta[1])
+    b = numba.carray(_pointer(b_address, b_lane), meta[2])
+    base = np.zeros(3, np.int64)
+    return binary_kernel(
+        meta[3], out, a, b, base, strides, shape, alpha, meta[4], meta[5], meta[6], meta[7] != 0
+    )
+
+
+@njit(**_JIT)
+def compare_at(out_address, a_address, b_address, out_lane, a_lane, meta, strides, shape):
+    """``compare_kernel`` at three addresses (``a`` and ``b`` share ``a_lane``); ``meta`` =
+    extents of out, a, b, then ``op``, ``fmt``."""
+    out = numba.carray(_pointer(out_address, out_lane), meta[0])
+    a = numba.carray(_pointer(a_address, a_lane), meta[1])
+    b = numba.carray(_pointer(b_address, a_lane), meta[2])
+    base = np.zeros(3, np.int64)
+    return compare_kernel(meta[3], out, a, b, base, strides, shape, meta[4])
+
+
+@njit(**_JIT)
+def unary_at(out_address, a_address, lane, meta, strides, shape):
+    """``unary_kernel`` at two addresses of one lane type; ``meta`` = extents of out, a, then
+    ``op``, ``fmt``."""
+    out = numba.carray(_pointer(out_address, lane), meta[0])
+    a = numba.carray(_pointer(a_address, lane), meta[1])
+    base = np.zeros(2, np.int64)
+    return unary_kernel(meta[2], out, a, base, strides, shape, meta[3])

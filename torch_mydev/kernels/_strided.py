@@ -22,8 +22,9 @@ Three traversals, all in TensorIterator order (dim 0 fastest):
 Offsets and strides are in units; shape and strides come as int64 arrays, so numba compiles
 one specialisation per unit type, whatever the number of dims.
 
-``copy_range_at`` and ``copy_tiles_at`` are the serial loops over raw addresses instead of
-arrays: a small copy then spends no time building numpy views of its two buffers.
+``copy_range_at``, ``copy_tiles_at`` and ``move_bytes_at`` are the serial loops over raw
+addresses instead of arrays: a small copy then spends no time building numpy views of its two
+buffers (and its caller may call their compiled entry points directly, see ``entry_point``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange, types, uint64
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 
@@ -275,3 +277,22 @@ def copy_tiles_at(
     dst = numba.carray(_pointer(dst_address, lane), dst_units)
     src = numba.carray(_pointer(src_address, lane), src_units)
     copy_tiles(dst, 0, dst_strides, src, 0, src_strides, shape, width, tile, t_begin, t_end)
+
+
+@intrinsic
+def _raw_memmove(typingctx, dst_address, src_address, nbytes):
+    """LLVM's ``memmove`` of ``nbytes`` bytes between two integer addresses."""
+
+    def codegen(context, builder, signature, args):
+        dst = builder.inttoptr(args[0], cgutils.voidptr_t)
+        src = builder.inttoptr(args[1], cgutils.voidptr_t)
+        cgutils.raw_memmove(builder, dst, src, args[2], 1)
+        return context.get_dummy_value()
+
+    return types.void(dst_address, src_address, nbytes), codegen
+
+
+@njit(cache=True, nogil=True)
+def move_bytes_at(dst_address: int, src_address: int, nbytes: int) -> None:
+    """``memmove(dst_address, src_address, nbytes)``: one byte range, overlap-safe."""
+    _raw_memmove(dst_address, src_address, nbytes)

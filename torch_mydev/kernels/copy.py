@@ -55,6 +55,7 @@ import ctypes
 import math
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -251,6 +252,7 @@ class PreparedCopy:
         "nbytes",
         "numel",
         "same_strides",
+        "serial",
         "serial_args",
         "src_extent",
         "unit",
@@ -273,9 +275,19 @@ class PreparedCopy:
         self.dst_extent = dst_extent  # bytes from the first element to the end of the last
         self.src_extent = src_extent
         self.same_strides = same_strides
-        # The serial loop's arguments after the two addresses (copy_range_at/copy_tiles_at).
+        # The serial loop as its compiled entry point (``_entry.entry_point``) and the
+        # arguments after the two addresses; None when the copy is large enough to run in
+        # parallel, or moves nothing.
+        self.serial: Callable | None = None
         self.serial_args: tuple = ()
-        if loop is not None:
+        if numel == 0:
+            return
+        loops = _load()[0]
+        if loop is None:
+            if nbytes < PARALLEL_MEMMOVE_MIN_BYTES:
+                self.serial_args = (nbytes,)
+                self.serial = _entry_of(loops.move_bytes_at, 0, 0, *self.serial_args)
+        elif loop.numel < PARALLEL_MIN_NUMEL:
             tail = (TILE, 0, loop.tiles) if loop.tiles else (0, loop.numel)
             self.serial_args = (
                 dst_extent // unit,
@@ -287,6 +299,8 @@ class PreparedCopy:
                 _LANE_TOKENS[unit],
                 *tail,
             )
+            kernel = loops.copy_tiles_at if loop.tiles else loops.copy_range_at
+            self.serial = _entry_of(kernel, 0, 0, *self.serial_args)
 
     def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
         """Copy between two host memories: the addresses of element 0 of each operand, and the
@@ -303,28 +317,21 @@ class PreparedCopy:
             raise IndexError(f"src: the plan reaches byte {self.src_extent} of {src_bytes}")
         if (dst_start | src_start) % self.unit:
             return False
+        if self.numel == 0 or (self.same_strides and dst_start == src_start):
+            return True  # nothing to move (Copy.cpp's same-data exit, for a strided plan)
+        serial = self.serial
+        if serial is not None:
+            serial(dst_start, src_start, *self.serial_args)
+            return True
         loop = self.loop
         if loop is None:
             nbytes = self.nbytes
-            if nbytes < PARALLEL_MEMMOVE_MIN_BYTES:
-                if nbytes:
-                    ctypes.memmove(dst_start, src_start, nbytes)
-                return True
             dst = _lanes_at(dst_start, nbytes, 1)
             _memmove(dst, dst_start, 0, _lanes_at(src_start, nbytes, 1), src_start, 0, nbytes)
             return True
-        if self.same_strides and dst_start == src_start:
-            return True
-        if _parallel_allowed(loop.numel):
-            dst = _lanes_at(dst_start, self.dst_extent, self.unit)
-            src = _lanes_at(src_start, self.src_extent, self.unit)
-            _run_loop(loop, dst, 0, src, 0)
-            return True
-        loops = _loops if _loops is not None else _load()[0]
-        if loop.tiles:
-            loops.copy_tiles_at(dst_start, src_start, *self.serial_args)
-        else:
-            loops.copy_range_at(dst_start, src_start, *self.serial_args)
+        dst = _lanes_at(dst_start, self.dst_extent, self.unit)
+        src = _lanes_at(src_start, self.src_extent, self.unit)
+        _run_loop(loop, dst, 0, src, 0)
         return True
 
 
@@ -377,6 +384,12 @@ def prepare_copy(
 # Arrays of each unit type, for the loops over raw addresses to read the type from.
 _LANE_TOKENS = {unit: np.zeros(1, lane) for unit, lane in _UNIT_LANES.items()}
 _LANE_CTYPES = {8: ctypes.c_uint64, 4: ctypes.c_uint32, 2: ctypes.c_uint16, 1: ctypes.c_uint8}
+
+
+def _entry_of(kernel, *args: object) -> Callable:
+    from ._entry import entry_point  # imports numba
+
+    return entry_point(kernel, *args)
 
 
 def _lanes_at(address: int, nbytes: int, unit: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from collections.abc import Callable
 from types import ModuleType
 from typing import NamedTuple
 
@@ -36,9 +37,13 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "UNARY",
     "Operand",
+    "Prepared",
     "binary",
     "compare",
     "fill",
+    "prepare_binary",
+    "prepare_compare",
+    "prepare_unary",
     "read_scalar",
     "scalar_bytes",
     "unary",
@@ -65,6 +70,7 @@ _LANES: dict[torch.dtype, tuple[np.dtype, int]] = {
     torch.complex128: (np.dtype(np.complex128), 0),
 }
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(_LANES)
+PLAIN = 0  # the format code of a lane that holds its own dtype
 
 # Dtypes whose lane value is already the compute value (integers widen to int64, float16 and
 # bfloat16 bits widen to float32).
@@ -101,6 +107,95 @@ class Operand(NamedTuple):
     strides: tuple[int, ...]
 
 
+class Prepared(NamedTuple):
+    """One op over one plan, set up once: ``kernel(*addresses, *args)`` runs it.
+
+    ``addresses`` are those of element ``[0, ..., 0]`` of each operand, output first, each a
+    multiple of its lane size; ``extents[i]`` is how many bytes from there operand ``i`` must
+    hold (0 for an empty iteration, whose ``kernel`` does nothing). ``kernel`` is the loop's
+    compiled entry point (``_entry.entry_point``): it returns a status, 0 or 1 for an integer
+    division by zero, and checks nothing; the caller checks the extents.
+    """
+
+    kernel: Callable
+    args: tuple
+    extents: tuple[int, ...]
+
+
+def prepare_binary(
+    op: str,
+    dtype: torch.dtype,
+    shape: tuple[int, ...],
+    strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    *,
+    alpha: bool | int | float | complex = 1,
+    scalar_other: bool = False,
+) -> Prepared:
+    """``binary``'s set-up for operands of ``dtype`` with these byte ``strides`` (out, a, b).
+
+    ``scalar_other``: ``b`` is one float32 value (all strides 0) and the op computes in float32
+    with a single rounding, as ``binary``'s ``scalar_other`` (float16/bfloat16 only).
+    """
+    _check_dtype(dtype)
+    code = ARITHMETIC.index(op)
+    fmt = _LANES[dtype][1]
+    mid = fmt if dtype in _REDUCED else PLAIN
+    b_lane = _LANES[dtype][0]
+    if scalar_other:
+        if dtype not in _REDUCED:
+            raise ValueError("scalar_other is only for float16/bfloat16 ops")
+        mid, b_lane = PLAIN, np.dtype(np.float32)
+    lanes = (_LANES[dtype][0], _LANES[dtype][0], b_lane)
+    check_zero = op in ("div_trunc", "div_floor") and not (
+        dtype.is_floating_point or dtype.is_complex
+    )
+    shape_, lane_strides, units, extents = _lay_out(shape, strides, lanes)
+    if not extents[0]:
+        return _EMPTY
+    meta = np.array([*units, code, fmt, fmt, mid, int(check_zero)], dtype=np.int64)
+    args = (*_tokens(lanes), meta, lane_strides, shape_, _compute_scalar(alpha, dtype))
+    return Prepared(_entry(_load().binary_at, 3, args), args, extents)
+
+
+def prepare_compare(
+    op: str,
+    dtype: torch.dtype,
+    shape: tuple[int, ...],
+    strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+) -> Prepared:
+    """``compare``'s set-up: ``a``/``b`` of ``dtype``, a bool output; byte ``strides``."""
+    _check_dtype(dtype)
+    code = COMPARISONS.index(op)
+    if dtype.is_complex and code > 1:
+        raise ValueError(f"{op} is not defined for complex values")
+    lane = _LANES[dtype][0]
+    lanes = (_LANES[torch.bool][0], lane, lane)
+    shape_, lane_strides, units, extents = _lay_out(shape, strides, lanes)
+    if not extents[0]:
+        return _EMPTY
+    meta = np.array([*units, code, _LANES[dtype][1]], dtype=np.int64)
+    args = (*_tokens(lanes[:2]), meta, lane_strides, shape_)
+    return Prepared(_entry(_load().compare_at, 3, args), args, extents)
+
+
+def prepare_unary(
+    op: str,
+    dtype: torch.dtype,
+    shape: tuple[int, ...],
+    strides: tuple[tuple[int, ...], tuple[int, ...]],
+) -> Prepared:
+    """``unary``'s set-up: output and input of ``dtype``; byte ``strides`` (out, a)."""
+    _check_dtype(dtype)
+    code = UNARY.index(op)
+    lane = _LANES[dtype][0]
+    shape_, lane_strides, units, extents = _lay_out(shape, strides, (lane, lane))
+    if not extents[0]:
+        return _EMPTY
+    meta = np.array([*units, code, _LANES[dtype][1]], dtype=np.int64)
+    args = (*_tokens((lane,)), meta, lane_strides, shape_)
+    return Prepared(_entry(_load().unary_at, 2, args), args, extents)
+
+
 def binary(
     op: str,
     out: Operand,
@@ -121,29 +216,19 @@ def binary(
     is a scalar (``mul``, ``div`` and its modes). Raises ``ZeroDivisionError`` when an integer
     ``div_trunc``/``div_floor`` meets a zero divisor (elements before it may be written).
     """
-    loops = _load()
-    dtype = out.dtype
-    _check_same_dtype(dtype, a, b)
-    code = ARITHMETIC.index(op)
-    if math.prod(shape) == 0:
-        return
-    fmt = _LANES[dtype][1]
-    mid = fmt if dtype in _REDUCED else loops.PLAIN
+    _check_same_dtype(out.dtype, a, b)
     if scalar_other is not None:
-        if dtype not in _REDUCED:
-            raise ValueError("scalar_other is only for float16/bfloat16 ops")
         value = np.array([scalar_other], dtype=np.float32).view(np.uint8)
         b = Operand(value, 0, torch.float32, (0,) * len(shape))
-        mid = loops.PLAIN
-    alpha_value = _compute_scalar(alpha, dtype)
-    shape_, base, strides, (o, x, y) = _lay_out(shape, out, a, b)
-    check_zero = op in ("div_trunc", "div_floor") and not (
-        dtype.is_floating_point or dtype.is_complex
+    prepared = prepare_binary(
+        op,
+        out.dtype,
+        shape,
+        (out.strides, a.strides, b.strides),
+        alpha=alpha,
+        scalar_other=scalar_other is not None,
     )
-    status = loops.binary_kernel(
-        code, o, x, y, base, strides, shape_, alpha_value, fmt, fmt, mid, check_zero
-    )
-    if status:
+    if _run(prepared, out, a, b):
         raise ZeroDivisionError("integer division by zero")
 
 
@@ -153,28 +238,16 @@ def compare(op: str, out: Operand, a: Operand, b: Operand, shape: tuple[int, ...
     Values compare in their compute type (float16/bfloat16 widened exactly to float32); NaN
     compares unequal to everything; complex values support only ``eq``/``ne``.
     """
-    loops = _load()
     if out.dtype != torch.bool:
         raise ValueError(f"compare writes a bool output, got {out.dtype}")
     _check_same_dtype(a.dtype, b)
-    code = COMPARISONS.index(op)
-    if a.dtype.is_complex and code > 1:
-        raise ValueError(f"{op} is not defined for complex values")
-    if math.prod(shape) == 0:
-        return
-    shape_, base, strides, (o, x, y) = _lay_out(shape, out, a, b)
-    loops.compare_kernel(code, o, x, y, base, strides, shape_, _LANES[a.dtype][1])
+    _run(prepare_compare(op, a.dtype, shape, (out.strides, a.strides, b.strides)), out, a, b)
 
 
 def unary(op: str, out: Operand, a: Operand, shape: tuple[int, ...]) -> None:
     """``out = op(a)`` for ``op`` in ``UNARY``, one dtype (complex ``abs`` writes ``|a| + 0j``)."""
-    loops = _load()
     _check_same_dtype(out.dtype, a)
-    code = UNARY.index(op)
-    if math.prod(shape) == 0:
-        return
-    shape_, base, strides, (o, x) = _lay_out(shape, out, a)
-    loops.unary_kernel(code, o, x, base, strides, shape_, _LANES[a.dtype][1])
+    _run(prepare_unary(op, a.dtype, shape, (out.strides, a.strides)), out, a)
 
 
 def where(out: Operand, cond: Operand, a: Operand, b: Operand, shape: tuple[int, ...]) -> None:
@@ -186,7 +259,7 @@ def where(out: Operand, cond: Operand, a: Operand, b: Operand, shape: tuple[int,
     if math.prod(shape) == 0:
         return
     lane = _MOVE_LANES[out.dtype.itemsize]
-    shape_, base, strides, (o, c, x, y) = _lay_out(
+    shape_, base, strides, (o, c, x, y) = _lay_out_arrays(
         shape, out, cond, a, b, lanes=(lane, None, lane, lane)
     )
     loops.where_kernel(o, c, x, y, base, strides, shape_)
@@ -202,7 +275,7 @@ def fill(out: Operand, value: np.ndarray, shape: tuple[int, ...]) -> None:
     if math.prod(shape) == 0:
         return
     lane = _MOVE_LANES[out.dtype.itemsize]
-    shape_, base, strides, (o,) = _lay_out(shape, out, lanes=(lane,))
+    shape_, base, strides, (o,) = _lay_out_arrays(shape, out, lanes=(lane,))
     loops.fill_kernel(o, np.ascontiguousarray(value).view(lane), base, strides, shape_)
 
 
@@ -287,15 +360,108 @@ def _half_bits_to_float32_bits(bits: int) -> int:
     return int(value.view(np.uint32)[0])
 
 
-def _check_same_dtype(dtype: torch.dtype, *operands: Operand) -> None:
+def _check_dtype(dtype: torch.dtype) -> None:
     if dtype not in _LANES:
         raise TypeError(f"mydev elementwise kernels do not support dtype {dtype}")
+
+
+def _check_same_dtype(dtype: torch.dtype, *operands: Operand) -> None:
+    _check_dtype(dtype)
     for op in operands:
         if op.dtype != dtype:
             raise ValueError(f"operands must share one dtype, got {op.dtype} and {dtype}")
 
 
 def _lay_out(
+    shape: tuple[int, ...],
+    strides: tuple[tuple[int, ...], ...],
+    lanes: tuple[np.dtype, ...],
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...], tuple[int, ...]]:
+    """The loops' view of a plan: shape (at least one dim), strides in lanes, and each
+    operand's extent in lanes and in bytes (all 0 when the iteration is empty).
+
+    ``strides[i]`` are operand ``i``'s byte strides, ``lanes[i]`` its lane type.
+    """
+    shape = tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative size in shape {shape}")
+    ndim = max(len(shape), 1)
+    lane_strides = np.zeros((len(strides), ndim), dtype=np.int64)
+    empty = math.prod(shape) == 0
+    units, extents = [], []
+    for k, (op_strides, lane) in enumerate(zip(strides, lanes, strict=True)):
+        size = lane.itemsize
+        if len(op_strides) != len(shape):
+            raise ValueError(f"strides {op_strides} do not match shape {shape}")
+        if any(s % size for s in op_strides):
+            raise ValueError(f"strides {op_strides} not in whole elements of {size} bytes")
+        if any(s < 0 for s in op_strides):
+            raise ValueError(f"negative stride in {op_strides}")
+        reach = (
+            0 if empty else sum((n - 1) * s for n, s in zip(shape, op_strides, strict=True)) + size
+        )
+        units.append(reach // size)
+        extents.append(reach)
+        lane_strides[k, : len(shape)] = [s // size for s in op_strides]
+    return np.array(shape or (1,), dtype=np.int64), lane_strides, tuple(units), tuple(extents)
+
+
+def _run(prepared: Prepared, *operands: Operand) -> int:
+    """Run ``prepared`` over Operand buffers: check each extent, pass the addresses."""
+    if not prepared.extents[0]:
+        return 0
+    keep = []  # aligned copies of misaligned inputs, alive until the kernel returns
+    addresses = []
+    for k, (op, extent) in enumerate(zip(operands, prepared.extents, strict=True)):
+        if not (
+            isinstance(op.data, np.ndarray) and op.data.dtype == np.uint8 and op.data.ndim == 1
+        ):
+            raise TypeError("operand data must be a 1-D numpy uint8 array")
+        if op.offset < 0:
+            raise ValueError(f"negative offset {op.offset}")
+        if op.offset + extent > op.data.shape[0]:
+            raise IndexError(
+                f"the plan reaches byte {op.offset + extent} of a {op.data.shape[0]}-byte buffer"
+            )
+        address = op.data.ctypes.data + op.offset
+        if address % _LANES.get(op.dtype, (np.dtype(np.uint8),))[0].itemsize:
+            if k == 0:
+                raise ValueError("the output is not aligned to its element size")
+            aligned = np.empty(max(extent, 1), dtype=np.complex128).view(np.uint8)[:extent]
+            aligned[:] = op.data[op.offset : op.offset + extent]
+            keep.append(aligned)
+            address = aligned.ctypes.data
+        addresses.append(address)
+    return prepared.kernel(*addresses, *prepared.args)
+
+
+def _tokens(lanes: tuple[np.dtype, ...]) -> tuple[np.ndarray, ...]:
+    return tuple(_TOKENS[lane] for lane in lanes)
+
+
+def _entry(dispatcher, addresses: int, args: tuple) -> Callable:
+    from ._entry import entry_point
+
+    return entry_point(dispatcher, *((0,) * addresses), *args)
+
+
+def _nothing(*args: object) -> int:
+    return 0
+
+
+_EMPTY = Prepared(_nothing, (), (0, 0, 0))
+# One array of each lane type: the loops over addresses read their lane type from it.
+_TOKENS = {
+    lane: np.zeros(1, lane)
+    for lane in {
+        *(lane for lane, _ in _LANES.values()),
+        *_MOVE_LANES.values(),
+        np.dtype(np.float32),
+    }
+}
+
+
+def _lay_out_arrays(
     shape: tuple[int, ...], *operands: Operand, lanes: tuple[np.dtype | None, ...] = ()
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
     """Lane arrays, start offsets and strides (in lanes) of ``operands`` over ``shape``.

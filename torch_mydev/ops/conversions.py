@@ -7,11 +7,31 @@ composites that end here.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
+from torch_mydev import _C
 from torch_mydev.iterator.cache import LRUCache
-from torch_mydev.ops.copy import CopyEntry, copy_into_new, entry_for
-from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
+from torch_mydev.layout import compute_storage_nbytes
+from torch_mydev.ops.copy import (
+    _COMPLEX_TO_REAL,
+    CopyEntry,
+    _check_dtype,
+    copy_into_new,
+    entry_for,
+    run_plan,
+)
+from torch_mydev.ops.factories import (
+    HUGE_PAGE_MIN_BYTES,
+    allocate,
+    cached_like_strides,
+    empty_mydev,
+)
+
+_signature = _C._signature
+_empty_strided = _C._empty_strided
+_check_device = _C._check_device
 
 
 def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = None) -> torch.Tensor:
@@ -19,9 +39,16 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
 
     ``self`` is on mydev (clone dispatches on it), and so is the result.
     """
-    strides, entry = _new_layout(self, self.dtype, memory_format)
-    out = empty_mydev(self.shape, strides, self.dtype, self.get_device())
-    return copy_into_new(out, self, entry)
+    facts = _signature(self)
+    if facts is None or facts[1]:  # no host storage, or a lazy conjugate/negative bit
+        strides, entry = _new_layout(self, self.dtype, memory_format)
+        out = empty_mydev(self.shape, strides, self.dtype, self.get_device())
+        return copy_into_new(out, self, entry)
+    key, _, start, base, nbytes = facts
+    new = _by_signature.peek((key, None, memory_format))
+    if new is None:
+        new = _new_copy((key, None, memory_format), self, self.dtype, memory_format, self.device)
+    return new.fill(new.allocate(), self, start, base + nbytes - start)
 
 
 def _to_copy(
@@ -45,9 +72,89 @@ def _to_copy(
             f"self.layout being {self.layout} and options.layout set as {layout}"
         )
     target = self.device if device is None else torch.device(device)
-    strides, entry = _new_layout(self, dtype or self.dtype, memory_format)
-    out = allocate(tuple(self.shape), strides, dtype or self.dtype, target)
-    return copy_into_new(out, self, entry)
+    facts = _signature(self)
+    if facts is None or facts[1]:
+        strides, entry = _new_layout(self, dtype or self.dtype, memory_format)
+        out = allocate(tuple(self.shape), strides, dtype or self.dtype, target)
+        return copy_into_new(out, self, entry)
+    key, _, start, base, nbytes = facts
+    cache_key = (key, dtype, memory_format, target)
+    new = _by_signature.peek(cache_key)
+    if new is None:
+        new = _new_copy(cache_key, self, dtype or self.dtype, memory_format, target)
+    return new.fill(new.allocate(), self, start, base + nbytes - start)
+
+
+class NewCopy:
+    """A copy of one source layout into a new tensor: its layout and the copy, made once.
+
+    ``sizes``/``strides``/``dtype``/``device`` describe the new tensor (``like_strides``);
+    ``entry`` is the ``CopyEntry`` of the copy into it. A new tensor is dense, shares no
+    memory with the source and its storage holds exactly its elements, so ``fill`` needs
+    none of Copy.cpp's overlap checks nor a bounds check on the destination.
+    """
+
+    __slots__ = ("device", "dtype", "entry", "huge", "index", "sizes", "strides")
+
+    def __init__(
+        self,
+        sizes: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device,
+        entry: CopyEntry,
+    ) -> None:
+        self.sizes = sizes
+        self.strides = strides
+        self.dtype = dtype
+        self.device = device
+        self.index = None if device.type == "cpu" else device.index or 0
+        self.entry = entry
+        nbytes = compute_storage_nbytes(sizes, strides, dtype.itemsize)
+        self.huge = nbytes >= HUGE_PAGE_MIN_BYTES
+
+    def allocate(self) -> torch.Tensor:
+        """The new, uninitialised tensor (on mydev: the stub's allocator, without Python)."""
+        if self.index is None:
+            return torch.empty_strided(self.sizes, self.strides, dtype=self.dtype)
+        if self.huge:
+            return empty_mydev(self.sizes, self.strides, self.dtype, self.index)
+        return _empty_strided(self.sizes, self.strides, self.dtype, self.index)
+
+    def fill(
+        self, out: torch.Tensor, src: torch.Tensor, src_start: int, src_bytes: int
+    ) -> torch.Tensor:
+        """Copy ``src`` (element 0 at ``src_start``, ``src_bytes`` bytes to its storage's end)
+        into ``out``, a tensor made by ``allocate``; return ``out``."""
+        entry = self.entry
+        if entry.numel == 0:
+            return out
+        if entry.complex_to_real:
+            warnings.warn(_COMPLEX_TO_REAL, stacklevel=3)
+        prepared = entry.prepared
+        if prepared is None or not prepared.run(
+            out.data_ptr(), prepared.dst_extent, src_start, src_bytes
+        ):
+            run_plan(entry.plan, out, src)
+        return out
+
+
+def _new_copy(
+    key: tuple,
+    self: torch.Tensor,
+    dtype: torch.dtype,
+    memory_format: torch.memory_format | None,
+    device: torch.device,
+) -> NewCopy:
+    """Make (and remember under ``key``) the ``NewCopy`` of ``self`` into ``dtype``/``device``."""
+    if device.type != "cpu":
+        _check_device(device.index or 0)
+    _check_dtype("source", self.dtype)
+    _check_dtype("destination", dtype)
+    strides, entry = _new_layout(self, dtype, memory_format)
+    new = NewCopy(tuple(self.shape), strides, dtype, device, entry)
+    _by_signature.put(key, new)
+    return new
 
 
 def _new_layout(
@@ -67,3 +174,5 @@ def _new_layout(
 # (sizes, strides, dtype, new dtype, memory_format) -> (new strides, CopyEntry).
 LAYOUT_CACHE_SIZE = 4096
 _layouts: LRUCache[tuple, tuple[tuple[int, ...], CopyEntry]] = LRUCache(LAYOUT_CACHE_SIZE)
+# (source signature, dtype, memory_format[, device]) -> NewCopy: the per-call lookup.
+_by_signature: LRUCache[tuple, NewCopy] = LRUCache(LAYOUT_CACHE_SIZE)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torch_mydev import layout
+from torch_mydev import _C, layout
 from torch_mydev.iterator.cache import LRUCache, cached_build
 from torch_mydev.iterator.operands import OperandSpec, copy_config
 from torch_mydev.iterator.plan import Plan
@@ -42,31 +42,36 @@ _HOST_DEVICES = ("cpu", "mydev")
 _HOST = frozenset((torch.device("cpu"), torch.device("privateuseone", 0)))
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 _COPY_CONFIG = copy_config()
+_signature = _C._signature
 # Layout pairs remembered by copy_entry (each entry: a plan and a prepared kernel).
 COPY_CACHE_SIZE = 4096
 _entries: LRUCache[tuple, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
+# The same entries by the two tensors' ``_C._signature`` (copy_'s per-call lookup).
+_by_signature: LRUCache[bytes, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
 
 
 def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """aten::copy_ for PrivateUse1: write ``src`` (broadcast, cast) into ``self``.
 
     ``non_blocking`` is accepted and has no effect: kernels run synchronously. Everything
-    decided from sizes, strides and dtypes alone is looked up in a cache (``copy_entry``);
-    what is left per call is O(1) Python work on the two storages.
+    decided from sizes, strides and dtypes alone is looked up in a cache (``CopyEntry``),
+    keyed by the two tensors' layout signature (``_C._signature``, one stub call that also
+    reads the addresses); what is left per call is O(1) Python work on the two storages.
     """
     if self is src:
         return self
-    if self.is_conj() or self.is_neg() or src.is_conj() or src.is_neg():
+    facts = _signature(self, src)
+    if facts is None:  # not two strided host tensors with storage
+        _check_copy_args(self, src)
+        raise RuntimeError("mydev copy_: both tensors need a storage in host memory")
+    key, lazy_bits, dst_start, dst_base, dst_nbytes, src_start, src_base, src_nbytes = facts
+    if lazy_bits:  # a conjugate or negative bit on either side
         return _copy_lazy_bits(self, src)
-    _check_copy_args(self, src)
-    key = (self.shape, self.stride(), self.dtype, src.shape, src.stride(), src.dtype)
-    entry = _entries.get(key)  # copy_entry, inlined: this is the per-call path
+    entry = _by_signature.peek(key)
     if entry is None:
-        entry = _new_entry(key)  # raises for a destination that overlaps itself
-    dst_storage = self.untyped_storage()
-    src_storage = src.untyped_storage()
-    dst_base = dst_storage.data_ptr()
-    src_base = src_storage.data_ptr()
+        _check_copy_args(self, src)
+        entry = copy_entry(self, src)  # raises for a destination that overlaps itself
+        _by_signature.put(key, entry)
     if dst_base == src_base:
         # One storage (or two empty ones): Copy.cpp's same-data and overlap rules apply.
         return _copy_shared(self, src, entry)
@@ -75,7 +80,11 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         return self
     if entry.complex_to_real:
         warnings.warn(_COMPLEX_TO_REAL, stacklevel=2)
-    _run_entry(entry, self, dst_base + dst_storage.nbytes(), src, src_base + src_storage.nbytes())
+    prepared = entry.prepared
+    if prepared is None or not prepared.run(
+        dst_start, dst_base + dst_nbytes - dst_start, src_start, src_base + src_nbytes - src_start
+    ):
+        run_plan(entry.plan, self, src)
     return self
 
 
@@ -252,11 +261,15 @@ def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
             raise RuntimeError(f"mydev copy_: cannot copy with a {name} on {t.device}")
         if t.layout != torch.strided:
             raise RuntimeError(f"mydev copy_: the {name} layout {t.layout} is not supported")
-        if t.dtype not in _SUPPORTED:
-            raise RuntimeError(
-                f"mydev copy_: dtype {t.dtype} of the {name} is not supported "
-                f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
-            )
+        _check_dtype(name, t.dtype)
+
+
+def _check_dtype(name: str, dtype: torch.dtype) -> None:
+    if dtype not in _SUPPORTED:
+        raise RuntimeError(
+            f"mydev copy_: dtype {dtype} of the {name} is not supported "
+            f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
+        )
 
 
 def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
