@@ -5,6 +5,17 @@ renames PrivateUse1 to ``mydev``, installs the ``torch.mydev`` module and the ge
 ``Tensor.mydev()`` / ``Module.mydev()`` methods, and registers the Python kernels.
 Installed packages are loaded by ``import torch`` itself (device-backend autoload).
 """
+# ruff: noqa: E402  (``_autoload`` must exist before ``import torch``: see its docstring)
+
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: importing the package did the work.
+
+    Defined before ``import torch``: when a program imports ``torch_mydev`` first, torch's
+    own import runs the autoload while this module is still half made, and must find it.
+    """
+
 
 import torch  # noqa: F401  (loads libtorch before the stub that links against it)
 
@@ -18,10 +29,6 @@ DEVICE = "mydev"
 
 _device_module.install(DEVICE)
 _registry.register()
-
-
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: the import above did the work."""
 
 
 __all__ = [
