@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torch_mydev import layout
-from torch_mydev.iterator.cache import cached_build
+from torch_mydev import _C, layout
+from torch_mydev.iterator.cache import LRUCache, cached_build
 from torch_mydev.iterator.operands import (
     IteratorConfig,
     OperandSpec,
@@ -53,7 +53,7 @@ from torch_mydev.iterator.promotion import (
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.factories import allocate, like_strides
+from torch_mydev.ops.factories import HUGE_PAGE_MIN_BYTES, allocate, empty_mydev, like_strides
 
 Number = bool | int | float | complex
 Arg = torch.Tensor | Number
@@ -65,6 +65,7 @@ _NUMBER_DTYPES = {
     complex: torch.complex128,
 }
 _REDUCED = (torch.float16, torch.bfloat16)
+_FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
 _PARTIAL_OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer "
@@ -111,31 +112,52 @@ _C_TYPE_NAMES = {
 
 def add(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."""
+    if out is None:
+        result = _fast_binary("add", None, self, other, alpha, False)
+        if result is not None:
+            return result
     return _arithmetic("add", self, other, alpha=alpha, out=out)
 
 
 def add_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
     """aten::add_.Tensor / add_.Scalar."""
+    result = _fast_binary("add", None, self, other, alpha, True)
+    if result is not None:
+        return result
     return _arithmetic("add", self, other, alpha=alpha, out=self, inplace=True)
 
 
 def sub(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."""
+    if out is None:
+        result = _fast_binary("sub", None, self, other, alpha, False)
+        if result is not None:
+            return result
     return _arithmetic("sub", self, other, alpha=alpha, out=out)
 
 
 def sub_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
     """aten::sub_.Tensor / sub_.Scalar."""
+    result = _fast_binary("sub", None, self, other, alpha, True)
+    if result is not None:
+        return result
     return _arithmetic("sub", self, other, alpha=alpha, out=self, inplace=True)
 
 
 def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::mul.Tensor / mul.Scalar / mul.out / mul.Scalar_out."""
+    if out is None:
+        result = _fast_binary("mul", None, self, other, 1, False)
+        if result is not None:
+            return result
     return _arithmetic("mul", self, other, out=out)
 
 
 def mul_(self: torch.Tensor, other: Arg) -> torch.Tensor:
     """aten::mul_.Tensor / mul_.Scalar."""
+    result = _fast_binary("mul", None, self, other, 1, True)
+    if result is not None:
+        return result
     return _arithmetic("mul", self, other, out=self, inplace=True)
 
 
@@ -147,11 +169,18 @@ def div(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """aten::div (Tensor, Scalar, Tensor_mode, Scalar_mode and their out= forms)."""
+    if out is None:
+        result = _fast_binary("div", rounding_mode, self, other, 1, False)
+        if result is not None:
+            return result
     return _arithmetic("div", self, other, rounding_mode=rounding_mode, out=out)
 
 
 def div_(self: torch.Tensor, other: Arg, *, rounding_mode: str | None = None) -> torch.Tensor:
     """aten::div_ (Tensor, Scalar, Tensor_mode, Scalar_mode)."""
+    result = _fast_binary("div", rounding_mode, self, other, 1, True)
+    if result is not None:
+        return result
     return _arithmetic("div", self, other, rounding_mode=rounding_mode, out=self, inplace=True)
 
 
@@ -291,6 +320,204 @@ def where(
         plan.coalesced_shape,
     )
     return _finish(result, written)
+
+
+# ---- the per-call path: one cached entry per layout ---------------------------------------------
+
+
+class BinaryEntry:
+    """What ``_arithmetic`` decides from layouts and numbers alone, for one call signature.
+
+    Kept per (op, rounding mode, the tensors' ``_C._signature``, the Python number operand,
+    alpha, in-place or not, default dtype) for calls the general path would finish with no
+    cast temporary and no resize: all tensors on mydev, ``other`` a mydev tensor or a Python
+    number. ``prepared`` is the kernel set-up (``kernels.prepare_binary``); ``constant``
+    holds a Python number's converted bytes (the kernel reads its address), ``sizes`` /
+    ``strides`` / ``dtype`` the functional form's new output.
+    """
+
+    __slots__ = (
+        "args",
+        "constant",
+        "constant_address",
+        "dtype",
+        "extents",
+        "huge",
+        "kernel",
+        "sizes",
+        "strides",
+    )
+
+    def __init__(
+        self,
+        prepared: kernels.Prepared,
+        constant: np.ndarray | None,
+        sizes: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: torch.dtype,
+    ) -> None:
+        self.kernel = prepared.kernel
+        self.args = prepared.args
+        self.extents = prepared.extents
+        self.constant = constant
+        self.constant_address = 0 if constant is None else constant.ctypes.data
+        self.sizes = sizes
+        self.strides = strides
+        self.dtype = dtype
+        nbytes = layout.compute_storage_nbytes(sizes, strides, dtype.itemsize)
+        self.huge = nbytes >= HUGE_PAGE_MIN_BYTES
+
+
+# (op, rounding mode, signature, number key, alpha key, in-place, default dtype) -> entry, or
+# _GENERAL for a call signature the general path must take every time.
+BINARY_CACHE_SIZE = 4096
+_binary_entries: LRUCache[tuple, BinaryEntry | str] = LRUCache(BINARY_CACHE_SIZE)
+_GENERAL = "general"
+_signature = _C._signature
+_empty_strided = _C._empty_strided
+
+
+def _fast_binary(
+    name: str,
+    mode: str | None,
+    self: Arg,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> torch.Tensor | None:
+    """add/sub/mul/div (functional or in-place) through a cached ``BinaryEntry``.
+
+    Returns None where the general path (``_arithmetic``) must run: arguments it alone
+    handles, a first call (which it answers, then the entry is made), a call signature
+    without an entry, or per-call facts an entry cannot check (an input sharing ``self``'s
+    storage in place, a storage too small for the layout).
+    """
+    if not isinstance(self, torch.Tensor):
+        return None
+    number = None
+    if isinstance(other, torch.Tensor):
+        facts = _signature(self, other)
+    else:
+        number = _number_key(other)
+        if number is None:
+            return None
+        facts = _signature(self)
+    alpha_key = _number_key(alpha)
+    if facts is None or facts[1] or alpha_key is None:
+        return None
+    default = torch.get_default_dtype() if number is not None or name == "div" else None
+    key = (name, mode, facts[0], number, alpha_key, inplace, default)
+    entry = _binary_entries.peek(key)
+    if entry is None:
+        return _first_binary(key, name, mode, self, other, alpha, inplace)
+    if entry is _GENERAL:
+        return None
+    extents = entry.extents
+    a_start = facts[2]
+    if facts[3] + facts[4] - a_start < extents[1]:
+        return None  # a storage smaller than the layout: the general path raises
+    if number is None:
+        b_start = facts[5]
+        if facts[6] + facts[7] - b_start < extents[2] or (inplace and facts[6] == facts[3]):
+            return None
+    else:
+        b_start = entry.constant_address
+    if inplace:
+        out, out_start = self, a_start
+    else:
+        if entry.huge:
+            out = empty_mydev(entry.sizes, entry.strides, entry.dtype, 0)
+        else:
+            out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out_start = out.data_ptr()
+    if entry.kernel(out_start, a_start, b_start, *entry.args):
+        raise RuntimeError("ZeroDivisionError")
+    return out
+
+
+def _first_binary(
+    key: tuple,
+    name: str,
+    mode: str | None,
+    self: torch.Tensor,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> torch.Tensor:
+    """Answer a call signature's first call with the general path, then make its entry."""
+    target = self if inplace else None
+    result = _arithmetic(
+        name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
+    )
+    _binary_entries.put(key, _binary_entry(name, mode, self, other, alpha, inplace))
+    return result
+
+
+def _binary_entry(
+    name: str,
+    mode: str | None,
+    self: torch.Tensor,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> BinaryEntry | str:
+    """The entry of a call the general path has just answered, or ``_GENERAL``."""
+    tensors = [self, other] if isinstance(other, torch.Tensor) else [self]
+    if any(t.device.type == "cpu" for t in tensors):
+        return _GENERAL  # a CPU scalar beside mydev tensors: moved per call
+    default = torch.get_default_dtype()
+    if name == "div" and mode is None:
+        config = binary_float_op_config(default_dtype=default)
+    else:
+        config = binary_op_config(default_dtype=default)
+    plan, _ = _plan(self if inplace else None, [self, other], config, inplace=inplace)
+    common = plan.common_dtype
+    # A number is converted into the entry once; a tensor of another dtype needs a
+    # temporary per call, and so does an output of another dtype.
+    casts = plan.temporaries[0] or plan.temporaries[1] or (
+        plan.temporaries[2] and isinstance(other, torch.Tensor)
+    )
+    if casts or common not in _FAST_DTYPES:
+        return _GENERAL
+    op = {"add": "add", "sub": "add", "mul": "mul"}.get(name) or (
+        "div" if mode is None else f"div_{mode}"
+    )
+    scalar_other = _opmath_scalar(op, plan, other)
+    if scalar_other is not None and isinstance(other, torch.Tensor):
+        return _GENERAL  # torch reads the tensor's value per call
+    constant = None
+    if scalar_other is not None:
+        constant = np.array([scalar_other], dtype=np.float32)
+    elif not isinstance(other, torch.Tensor):
+        constant = kernels.scalar_bytes(other, common)
+    prepared = kernels.prepare_binary(
+        op,
+        common,
+        plan.coalesced_shape,
+        plan.coalesced_stride_bytes,
+        alpha=-alpha if name == "sub" else alpha,
+        scalar_other=scalar_other is not None,
+    )
+    return BinaryEntry(
+        prepared, constant, plan.shape, plan.output_strides[0], plan.output_dtypes[0]
+    )
+
+
+def _number_key(x: object) -> tuple | None:
+    """A cache key for a Python number that equals another's only for the same value bits.
+
+    None where ``==`` is no test of identity (a float zero, whose sign it ignores; NaN, which
+    equals nothing) and for anything but a Python number: such calls take the general path.
+    """
+    kind = type(x)
+    if kind is int or kind is bool:
+        return (kind, x)
+    if kind is float:
+        return (kind, x) if x == x and x != 0 else None
+    if kind is complex:
+        ok = x == x and x.real != 0 and x.imag != 0
+        return (kind, x) if ok else None
+    return None
 
 
 # ---- families ----------------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""The elementwise per-call path: a call signature seen before runs its cached entry.
+
+``tests/ops/test_elementwise.py`` checks values against CPU on a first and a second call;
+here: that the second call really skips the general path, and that what an entry cannot
+know per call (storages shared in place, a storage shrunk under a view) sends the call back
+to the general path.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ops.helpers import same_bits
+from torch_mydev.ops import elementwise
+
+
+def _general_path_forbidden(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path ran for a cached call signature")
+
+    monkeypatch.setattr(elementwise, "_arithmetic", refuse)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a, b: a + b,
+        lambda a, b: a - b * 3,
+        lambda a, b: torch.add(a, b, alpha=-0.25),
+        lambda a, b: a * 2.5,
+        lambda a, b: a / b,
+        lambda a, b: torch.div(a, b, rounding_mode="floor"),
+        lambda a, b: a.clone().add_(b, alpha=2),
+        lambda a, b: a.clone().mul_(b.t()),
+        lambda a, b: a.t() + b[:1],
+    ],
+    ids=["add", "sub-mul", "alpha", "mul-number", "div", "floor", "add_", "mul_", "broadcast"],
+)
+def test_second_call_uses_the_entry(monkeypatch, call):
+    cpu_a, cpu_b = torch.randn(8, 8), torch.randn(8, 8)
+    a, b = cpu_a.to("mydev"), cpu_b.to("mydev")
+    first = call(a, b)  # general path, then the entry is made
+    with monkeypatch.context() as m:
+        _general_path_forbidden(m)
+        second = call(a, b)
+    expected = call(cpu_a, cpu_b)
+    for got in (first, second):
+        assert got.stride() == expected.stride()
+        assert same_bits(got.cpu(), expected)
+
+
+def test_in_place_on_a_shared_storage_takes_the_general_path():
+    """``a.add_(a[...])`` needs the overlap checks the entry does not make per call."""
+    base = torch.arange(16.0)
+    dev = base.to("mydev")
+    x, y = dev[:8].clone(), dev[8:].clone()
+    x.add_(y)
+    x.add_(y)  # cached
+    both = dev.clone()
+    with pytest.raises(RuntimeError, match="single memory location"):
+        both[1:9].add_(both[:8])  # partial overlap: refused as on CPU
+    with pytest.raises(RuntimeError, match="single memory location"):
+        both[1:9].add_(both[:8])
+    cpu = base.clone()
+    same = dev.clone()
+    cpu[:8].add_(cpu[8:])
+    same[:8].add_(same[8:])  # one storage, disjoint halves: allowed, general path
+    assert same_bits(same.cpu(), cpu)
+
+
+def test_a_shrunk_storage_raises_instead_of_reading_past_it():
+    a = torch.randn(64, device="mydev")
+    b = torch.randn(64, device="mydev")
+    a + b
+    a + b
+    a.untyped_storage().resize_(16)
+    with pytest.raises((IndexError, RuntimeError)):
+        a + b
+    with pytest.raises((IndexError, RuntimeError)):
+        b + a
+
+
+def test_a_number_is_part_of_the_signature():
+    """Each Python number gets its own entry; the sign of a zero and NaN never match."""
+    a = torch.tensor([-0.0, 1.0, -2.0], device="mydev")
+    cpu = a.cpu()
+    for value in (0.0, -0.0, 2, 2.0, True, float("nan"), 0.0, -0.0, 2, 2.0, True):
+        for op in (torch.add, torch.mul, torch.div):
+            assert same_bits(op(a, value).cpu(), op(cpu, value)), (op, value)
