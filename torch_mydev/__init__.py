@@ -8,7 +8,6 @@ Installed packages are loaded by ``import torch`` itself (device-backend autoloa
 # ruff: noqa: E402  (``_autoload`` must exist before ``import torch``: see its docstring)
 
 
-
 def _autoload() -> None:
     """Entry point of the ``torch.backends`` group: importing the package did the work.
 

@@ -474,8 +474,10 @@ def _binary_entry(
     common = plan.common_dtype
     # A number is converted into the entry once; a tensor of another dtype needs a
     # temporary per call, and so does an output of another dtype.
-    casts = plan.temporaries[0] or plan.temporaries[1] or (
-        plan.temporaries[2] and isinstance(other, torch.Tensor)
+    casts = (
+        plan.temporaries[0]
+        or plan.temporaries[1]
+        or (plan.temporaries[2] and isinstance(other, torch.Tensor))
     )
     if casts or common not in _FAST_DTYPES:
         return _GENERAL
