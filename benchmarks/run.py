@@ -35,6 +35,7 @@ import torch
 import torch_mydev
 from torch_mydev import _C
 from torch_mydev.kernels import copy as kernel_copy
+from torch_mydev.kernels import elementwise as kernel_elementwise
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
@@ -321,6 +322,12 @@ def bench_floors(mode: Mode, out: Results) -> None:
             time_one(mode, lambda: torch.ops.mydev_bench.alloc(dev)),
         )
     )
+    out.floors.append(
+        (
+            "one stub call reading both tensors' layout key and addresses (_C._signature)",
+            time_one(mode, lambda: _C._signature(dst, dev)),
+        )
+    )
     report = torch_mydev.explain("copy_", dst, dev)
     prepared = kernel_copy.prepare_copy(
         torch.float32, report.coalesced_shape, *report.coalesced_stride_bytes
@@ -328,13 +335,27 @@ def bench_floors(mode: Mode, out: Results) -> None:
     dst_address, src_address = dst.data_ptr(), dev.data_ptr()
     out.floors.append(
         (
-            "the copy kernel alone (PreparedCopy.run on raw addresses, numba call)",
+            "the copy kernel alone (PreparedCopy.run on raw addresses, numba entry point)",
             time_one(mode, lambda: prepared.run(dst_address, 4096, src_address, 4096)),
         )
     )
     out.floors.append(("the whole op: mydev contiguous()", time_one(mode, dev.contiguous)))
     cpu = dev.cpu()
     out.floors.append(("the whole op on torch CPU: contiguous()", time_one(mode, cpu.contiguous)))
+    a, b = torch.randn(32, 32, device="mydev"), torch.randn(32, 32, device="mydev")
+    add = kernel_elementwise.prepare_binary("add", torch.float32, (1024,), ((4,), (4,), (4,)))
+    a_address, b_address = a.data_ptr(), b.data_ptr()
+    out.floors.append(
+        (
+            "the add kernel alone (32x32 contiguous, numba entry point on raw addresses)",
+            time_one(mode, lambda: add.kernel(dst_address, a_address, b_address, *add.args)),
+        )
+    )
+    out.floors.append(("the whole op: mydev a + b (32x32)", time_one(mode, lambda: a + b)))
+    a_cpu, b_cpu = a.cpu(), b.cpu()
+    out.floors.append(
+        ("the whole op on torch CPU: a + b (32x32)", time_one(mode, lambda: a_cpu + b_cpu))
+    )
 
 
 _library: torch.library.Library | None = None
@@ -616,7 +637,7 @@ def render(results: Results, mode: Mode, load_before, load_after) -> str:
         "| --- | ---: | ---: |",
         *(f"| {name} | {nbytes} | {peak} |" for name, nbytes, peak in results.memory),
         "",
-        "| where the small-op time goes (one call, 32x32 transposed) | time |",
+        "| where the small-op time goes (one call, 32x32) | time |",
         "| --- | ---: |",
         *(f"| {name} | {fmt_time(t)} |" for name, t in results.floors),
         "",

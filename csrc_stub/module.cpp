@@ -3,6 +3,7 @@
 #include "mydev.h"
 
 #include <ATen/EmptyTensor.h>
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/util/SmallVector.h>
@@ -90,11 +91,13 @@ PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t narg
     const at::Tensor& t = *tensors[i];
     const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
     flags_any |= flags;
-    const int64_t on_mydev = t.device().type() == kDeviceType ? 1 : 0;
+    // 0 on CPU, 1 + the index on mydev.
+    const int64_t device =
+        t.device().type() == kDeviceType ? 1 + static_cast<int64_t>(t.device().index()) : 0;
     // One word of ndim, dtype, device and flags, one of 0 (room for later facts), then sizes
     // and strides.
-    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (on_mydev << 32) |
-        (flags << 40);
+    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (device << 32) |
+        (flags << 48);
     key[w++] = 0;
     for (const int64_t n : t.sizes()) {
       key[w++] = n;
@@ -136,12 +139,66 @@ PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t narg
   END_HANDLE_TH_ERRORS
 }
 
+
+// Reads a sequence of Python ints (tuple, list, torch.Size) into `out`; false with a
+// TypeError set when it is not one.
+bool read_ints(PyObject* seq, const char* what, c10::SmallVector<int64_t, 8>& out) {
+  PyObject* fast = PySequence_Fast(seq, what);
+  if (fast == nullptr) {
+    return false;
+  }
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  out.resize(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const long long value = PyLong_AsLongLong(items[i]);
+    if (value == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return false;
+    }
+    out[static_cast<size_t>(i)] = value;
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// _empty_strided(sizes, strides, dtype, index): `empty_strided` for Python, without pybind's
+// argument conversion (the allocation is on every functional op's per-call path).
+PyObject* empty_strided_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "_empty_strided(sizes, strides, dtype, index)");
+    return nullptr;
+  }
+  c10::SmallVector<int64_t, 8> sizes;
+  c10::SmallVector<int64_t, 8> strides;
+  if (!read_ints(args[0], "_empty_strided: sizes must be a sequence of ints", sizes) ||
+      !read_ints(args[1], "_empty_strided: strides must be a sequence of ints", strides)) {
+    return nullptr;
+  }
+  if (!THPDtype_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "_empty_strided: dtype must be a torch.dtype");
+    return nullptr;
+  }
+  const c10::ScalarType dtype = reinterpret_cast<THPDtype*>(args[2])->scalar_type;
+  const long long index = PyLong_AsLongLong(args[3]);
+  if (index == -1 && PyErr_Occurred()) {
+    return nullptr;
+  }
+  return THPVariable_Wrap(empty_strided(sizes, strides, dtype, index));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef kFastMethods[] = {
     {"_signature",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(signature)),
      METH_FASTCALL,
      "(signature bytes, flags, then data_ptr, storage data_ptr, storage nbytes of each tensor) "
      "of host strided tensors, else None"},
+    {"_empty_strided",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided_py)),
+     METH_FASTCALL,
+     "(sizes, strides, dtype, index) -> an uninitialised strided tensor on mydev"},
     {nullptr, nullptr, 0, nullptr}};
 
 } // namespace
@@ -149,7 +206,6 @@ PyMethodDef kFastMethods[] = {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
-  m.def("_empty_strided", &mydev::empty_strided, "Allocate a strided tensor on mydev");
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;
