@@ -452,7 +452,10 @@ def test_comparison_matches_cpu(data, op, form):
         return getattr(torch, op)(a, b)
 
     expected, got = run_both(
-        lambda: call(a_cpu, b_cpu, out_cpu), lambda: call(a_dev, b_dev, out_dev), a_cpu, b_cpu
+        lambda: call(a_cpu, b_cpu, out_cpu),
+        lambda: twice(lambda: call(a_dev, b_dev, out_dev)),
+        a_cpu,
+        b_cpu,
     )
     if expected is not None:
         assert_matches(expected, got)
@@ -465,7 +468,7 @@ def test_comparison_every_dtype_pair(op):
         b_cpu, b_dev = pair(((3,), (2,), 0), dtype_b, 3)
         expected, got = run_both(
             lambda a=a_cpu, b=b_cpu: getattr(torch, op)(a, b),
-            lambda a=a_dev, b=b_dev: getattr(torch, op)(a, b),
+            lambda a=a_dev, b=b_dev: twice(lambda: getattr(torch, op)(a, b)),
             a_cpu,
             b_cpu,
         )

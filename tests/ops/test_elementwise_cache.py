@@ -20,6 +20,7 @@ def _general_path_forbidden(monkeypatch):
         raise AssertionError("the general path ran for a cached call signature")
 
     monkeypatch.setattr(elementwise, "_arithmetic", refuse)
+    monkeypatch.setattr(elementwise, "_compare", refuse)
 
 
 @pytest.mark.parametrize(
@@ -34,8 +35,24 @@ def _general_path_forbidden(monkeypatch):
         lambda a, b: a.clone().add_(b, alpha=2),
         lambda a, b: a.clone().mul_(b.t()),
         lambda a, b: a.t() + b[:1],
+        lambda a, b: a < b,
+        lambda a, b: a.t() == b,
+        lambda a, b: a >= 0.5,
     ],
-    ids=["add", "sub-mul", "alpha", "mul-number", "div", "floor", "add_", "mul_", "broadcast"],
+    ids=[
+        "add",
+        "sub-mul",
+        "alpha",
+        "mul-number",
+        "div",
+        "floor",
+        "add_",
+        "mul_",
+        "broadcast",
+        "lt",
+        "eq-transposed",
+        "ge-number",
+    ],
 )
 def test_second_call_uses_the_entry(monkeypatch, call):
     cpu_a, cpu_b = torch.randn(8, 8), torch.randn(8, 8)

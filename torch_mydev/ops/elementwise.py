@@ -196,6 +196,10 @@ def floor_divide_(self: torch.Tensor, other: Arg) -> torch.Tensor:
 
 def _comparison(name: str):
     def functional(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
+        if out is None:
+            result = _fast_binary(name, None, self, other, 1, False)
+            if result is not None:
+                return result
         return _compare(name, self, other, out=out)
 
     def inplace(self: torch.Tensor, other: Arg) -> torch.Tensor:
@@ -326,7 +330,8 @@ def where(
 
 
 class BinaryEntry:
-    """What ``_arithmetic`` decides from layouts and numbers alone, for one call signature.
+    """What ``_arithmetic`` (or ``_compare``) decides from layouts and numbers alone, for one
+    call signature.
 
     Kept per (op, rounding mode, the tensors' ``_C._signature``, the Python number operand,
     alpha, in-place or not, default dtype) for calls the general path would finish with no
@@ -385,7 +390,8 @@ def _fast_binary(
     alpha: Number,
     inplace: bool,
 ) -> torch.Tensor | None:
-    """add/sub/mul/div (functional or in-place) through a cached ``BinaryEntry``.
+    """add/sub/mul/div (functional or in-place) and the functional comparisons through a
+    cached ``BinaryEntry``.
 
     Returns None where the general path (``_arithmetic``) must run: arguments it alone
     handles, a first call (which it answers, then the entry is made), a call signature
@@ -446,9 +452,12 @@ def _first_binary(
 ) -> torch.Tensor:
     """Answer a call signature's first call with the general path, then make its entry."""
     target = self if inplace else None
-    result = _arithmetic(
-        name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
-    )
+    if name in kernels.COMPARISONS:
+        result = _compare(name, self, other, out=target, inplace=inplace)
+    else:
+        result = _arithmetic(
+            name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
+        )
     _binary_entries.put(key, _binary_entry(name, mode, self, other, alpha, inplace))
     return result
 
@@ -466,7 +475,12 @@ def _binary_entry(
     if any(t.device.type == "cpu" for t in tensors):
         return _GENERAL  # a CPU scalar beside mydev tensors: moved per call
     default = torch.get_default_dtype()
-    if name == "div" and mode is None:
+    compare = name in kernels.COMPARISONS
+    if compare:
+        if inplace:
+            return _GENERAL  # the bool result is cast into self through a temporary
+        config = comparison_op_config(None, default_dtype=default)
+    elif name == "div" and mode is None:
         config = binary_float_op_config(default_dtype=default)
     else:
         config = binary_op_config(default_dtype=default)
@@ -481,6 +495,14 @@ def _binary_entry(
     )
     if casts or common not in _FAST_DTYPES:
         return _GENERAL
+    if compare:
+        constant = None
+        if not isinstance(other, torch.Tensor):
+            constant = kernels.scalar_bytes(other, common)
+        prepared = kernels.prepare_compare(
+            name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
+        )
+        return BinaryEntry(prepared, constant, plan.shape, plan.output_strides[0], torch.bool)
     op = {"add": "add", "sub": "add", "mul": "mul"}.get(name) or (
         "div" if mode is None else f"div_{mode}"
     )
