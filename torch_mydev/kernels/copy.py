@@ -111,14 +111,30 @@ _pool_key: tuple[int, int] | None = None
 
 
 def _load() -> tuple[ModuleType, ModuleType]:
-    """Import the numba modules on first use (importing the package must not import numba)."""
-    global _loops, _convert
-    if _loops is None or _convert is None:
-        from . import _convert as convert
-        from . import _strided as loops
+    """The numba modules, imported on first use (importing the package must not import numba).
 
-        _loops, _convert = loops, convert
-    return _loops, _convert
+    ``_strided`` comes with the first copy; ``_convert`` with the first cast (a same-dtype
+    copy does not pay for importing the conversion loops).
+    """
+    return _load_strided(), _load_convert()
+
+
+def _load_strided() -> ModuleType:
+    global _loops
+    if _loops is None:
+        from . import _strided
+
+        _loops = _strided
+    return _loops
+
+
+def _load_convert() -> ModuleType:
+    global _convert
+    if _convert is None:
+        from . import _convert as convert
+
+        _convert = convert
+    return _convert
 
 
 def copy_strided(
@@ -282,7 +298,7 @@ class PreparedCopy:
         self.serial_args: tuple = ()
         if numel == 0:
             return
-        loops = _load()[0]
+        loops = _load_strided()
         if loop is None:
             if nbytes < PARALLEL_MEMMOVE_MIN_BYTES:
                 self.serial_args = (nbytes,)
@@ -626,7 +642,7 @@ def _plan_loop(
 
 def _run_loop(loop: _Loop, dst: np.ndarray, dst_base: int, src: np.ndarray, src_base: int) -> None:
     """Run ``loop`` over unit arrays, in parallel when large enough."""
-    loops, _ = _load()
+    loops = _load_strided()
     args = (
         dst,
         dst_base,
@@ -688,7 +704,7 @@ def _copy_cast(
     temporary in iteration order, then casts that into the destination: the chunked gather
     alone would read the source with a large stride.
     """
-    loops, _ = _load()
+    loops = _load_strided()
     numel = math.prod(shape)
     if (
         _transposed(shape, dst_strides, src_strides, dst_layout.itemsize, src_layout.itemsize)
