@@ -7,21 +7,12 @@ composites that end here.
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from torch_mydev import _C
 from torch_mydev.iterator.cache import LRUCache
 from torch_mydev.layout import compute_storage_nbytes
-from torch_mydev.ops.copy import (
-    _COMPLEX_TO_REAL,
-    CopyEntry,
-    _check_dtype,
-    copy_into_new,
-    entry_for,
-    run_plan,
-)
+from torch_mydev.ops.copy import CopyEntry, _check_dtype, copy_into_new, entry_for
 from torch_mydev.ops.factories import (
     HUGE_PAGE_MIN_BYTES,
     allocate,
@@ -127,15 +118,8 @@ class NewCopy:
         """Copy ``src`` (element 0 at ``src_start``, ``src_bytes`` bytes to its storage's end)
         into ``out``, a tensor made by ``allocate``; return ``out``."""
         entry = self.entry
-        if entry.numel == 0:
-            return out
-        if entry.complex_to_real:
-            warnings.warn(_COMPLEX_TO_REAL, stacklevel=3)
-        prepared = entry.prepared
-        if prepared is None or not prepared.run(
-            out.data_ptr(), prepared.dst_extent, src_start, src_bytes
-        ):
-            run_plan(entry.plan, out, src)
+        dst_bytes = entry.prepared.dst_extent if entry.prepared is not None else 0
+        entry.run(out, out.data_ptr(), dst_bytes, src, src_start, src_bytes, stacklevel=4)
         return out
 
 

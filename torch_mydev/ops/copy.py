@@ -76,15 +76,15 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         # One storage (or two empty ones): Copy.cpp's same-data and overlap rules apply.
         return _copy_shared(self, src, entry)
     # Different storages never overlap: no same-data exit, no partial overlap, no aliasing.
-    if entry.numel == 0:
-        return self
-    if entry.complex_to_real:
-        warnings.warn(_COMPLEX_TO_REAL, stacklevel=2)
-    prepared = entry.prepared
-    if prepared is None or not prepared.run(
-        dst_start, dst_base + dst_nbytes - dst_start, src_start, src_base + src_nbytes - src_start
-    ):
-        run_plan(entry.plan, self, src)
+    entry.run(
+        self,
+        dst_start,
+        dst_base + dst_nbytes - dst_start,
+        src,
+        src_start,
+        src_base + src_nbytes - src_start,
+        stacklevel=3,
+    )
     return self
 
 
@@ -108,11 +108,7 @@ def copy_into_new(
         return copy_(dst, src)
     if entry is None:
         entry = copy_entry(dst, src)
-    if entry.numel == 0:
-        return dst
-    if entry.complex_to_real:
-        warnings.warn(_COMPLEX_TO_REAL, stacklevel=2)
-    _run_entry(entry, dst, _storage_end(dst), src, _storage_end(src))
+    entry.run(dst, *_span(dst), src, *_span(src), stacklevel=3)
     return dst
 
 
@@ -130,6 +126,43 @@ class CopyEntry:
     numel: int
     complex_to_real: bool
     prepared: kernels.PreparedCopy | None
+
+    def run(
+        self,
+        dst: torch.Tensor,
+        dst_start: int,
+        dst_bytes: int,
+        src: torch.Tensor,
+        src_start: int,
+        src_bytes: int,
+        *,
+        stacklevel: int,
+    ) -> None:
+        """Copy ``src`` into ``dst`` (two storages that cannot overlap): nothing for no
+        elements, the complex-to-real warning, then ``move``."""
+        if self.numel == 0:
+            return
+        if self.complex_to_real:
+            warnings.warn(_COMPLEX_TO_REAL, stacklevel=stacklevel + 1)
+        self.move(dst, dst_start, dst_bytes, src, src_start, src_bytes)
+
+    def move(
+        self,
+        dst: torch.Tensor,
+        dst_start: int,
+        dst_bytes: int,
+        src: torch.Tensor,
+        src_start: int,
+        src_bytes: int,
+    ) -> None:
+        """Move the bytes: the prepared same-dtype kernel on raw memory, else ``copy_strided``.
+
+        ``*_start`` is the address of element 0 of each tensor and ``*_bytes`` the bytes its
+        storage holds from there, so the kernel can check the plan stays inside it.
+        """
+        prepared = self.prepared
+        if prepared is None or not prepared.run(dst_start, dst_bytes, src_start, src_bytes):
+            run_plan(self.plan, dst, src)
 
 
 def copy_entry(dst: torch.Tensor, src: torch.Tensor) -> CopyEntry:
@@ -204,7 +237,7 @@ def _copy_shared(self: torch.Tensor, src: torch.Tensor, entry: CopyEntry) -> tor
         # copy instead, so every element gets the value src had before the copy.
         src = src.clone()  # a new, dense tensor: clone's own copy cannot overlap
         entry = copy_entry(self, src)
-    _run_entry(entry, self, _storage_end(self), src, _storage_end(src))
+    entry.move(self, *_span(self), src, *_span(src))
     return self
 
 
@@ -224,26 +257,11 @@ def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
     )
 
 
-def _run_entry(
-    entry: CopyEntry, dst: torch.Tensor, dst_end: int, src: torch.Tensor, src_end: int
-) -> None:
-    """Run the prepared same-dtype kernel on raw memory, else ``copy_strided``.
-
-    ``dst_end`` / ``src_end``: the address one past each storage, so the kernel can check
-    that the plan stays inside it.
-    """
-    prepared = entry.prepared
-    if prepared is not None:
-        dst_start = dst.data_ptr()
-        src_start = src.data_ptr()
-        if prepared.run(dst_start, dst_end - dst_start, src_start, src_end - src_start):
-            return
-    run_plan(entry.plan, dst, src)
-
-
-def _storage_end(t: torch.Tensor) -> int:
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The address of ``t``'s element 0 and the bytes its storage holds from there."""
     storage = t.untyped_storage()
-    return storage.data_ptr() + storage.nbytes()
+    start = storage.data_ptr() + t.storage_offset() * t.element_size()
+    return start, storage.data_ptr() + storage.nbytes() - start
 
 
 def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
