@@ -92,14 +92,31 @@ def test_huge_page_advice_changes_no_value_or_statistic():
 def test_caches_stay_bounded():
     for cache, size in (
         (copy_ops._entries, copy_ops.COPY_CACHE_SIZE),
+        (copy_ops._by_signature, copy_ops.COPY_CACHE_SIZE),
         (conversions._layouts, conversions.LAYOUT_CACHE_SIZE),
+        (conversions._by_signature, conversions.LAYOUT_CACHE_SIZE),
     ):
         assert len(cache) <= size
-    before = copy_ops._entries.hits
-    dev = torch.randn(3, 4).to("mydev")
+
+
+def test_a_repeated_call_makes_no_new_entry():
+    """The second ``contiguous()`` / ``copy_`` of a layout is one lookup: no cache grows."""
+    dev = torch.randn(3, 5).to("mydev")
+    dst = torch.empty(5, 3, device="mydev")
     dev.t().contiguous()
+    dst.copy_(dev.t())
+    caches = (
+        copy_ops._entries,
+        copy_ops._by_signature,
+        conversions._layouts,
+        conversions._by_signature,
+    )
+    sizes = [len(c) for c in caches]
+    misses = [c.misses for c in caches]
     dev.t().contiguous()
-    assert copy_ops._entries.hits > before or conversions._layouts.hits > 0
+    dst.copy_(dev.t())
+    assert [len(c) for c in caches] == sizes
+    assert [c.misses for c in caches] == misses
 
 
 @pytest.mark.parametrize(
