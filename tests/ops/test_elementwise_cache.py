@@ -21,6 +21,7 @@ def _general_path_forbidden(monkeypatch):
 
     monkeypatch.setattr(elementwise, "_arithmetic", refuse)
     monkeypatch.setattr(elementwise, "_compare", refuse)
+    monkeypatch.setattr(elementwise, "_unary", refuse)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +39,9 @@ def _general_path_forbidden(monkeypatch):
         lambda a, b: a < b,
         lambda a, b: a.t() == b,
         lambda a, b: a >= 0.5,
+        lambda a, b: -a.t(),
+        lambda a, b: b.abs(),
+        lambda a, b: a.clone().neg_(),
     ],
     ids=[
         "add",
@@ -52,6 +56,9 @@ def _general_path_forbidden(monkeypatch):
         "lt",
         "eq-transposed",
         "ge-number",
+        "neg",
+        "abs",
+        "neg_",
     ],
 )
 def test_second_call_uses_the_entry(monkeypatch, call):

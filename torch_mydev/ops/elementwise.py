@@ -222,16 +222,27 @@ ge, ge_ = _comparison("ge")
 
 def neg(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::neg / neg.out (bool refused, as torch's meta function does)."""
+    if out is None:
+        result = _fast_unary("neg", self, False)
+        if result is not None:
+            return result
     return _unary("neg", self, out=out)
 
 
 def neg_(self: torch.Tensor) -> torch.Tensor:
     """aten::neg_."""
+    result = _fast_unary("neg", self, True)
+    if result is not None:
+        return result
     return _unary("neg", self, out=self, inplace=True)
 
 
 def absolute(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::abs / abs.out; a complex input gives its real dtype unless ``out`` is complex."""
+    if out is None:
+        result = _fast_unary("abs", self, False)
+        if result is not None:
+            return result
     if self.is_complex() and (out is None or not out.is_complex()):
         return _abs_complex_to_real(self, out)
     return _unary("abs", self, out=out)
@@ -241,6 +252,9 @@ def absolute_(self: torch.Tensor) -> torch.Tensor:
     """aten::abs_ (refused for complex tensors, as torch does)."""
     if self.is_complex():
         raise RuntimeError("In-place abs is not supported for complex tensors.")
+    result = _fast_unary("abs", self, True)
+    if result is not None:
+        return result
     return _unary("abs", self, out=self, inplace=True)
 
 
@@ -525,6 +539,53 @@ def _binary_entry(
     return BinaryEntry(
         prepared, constant, plan.shape, plan.output_strides[0], plan.output_dtypes[0]
     )
+
+
+def _fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
+    """neg and abs (functional or in-place) through a cached ``BinaryEntry`` (no ``b``).
+
+    None where the general path (``_unary``) must run, as for ``_fast_binary``; complex
+    ``abs`` (a real result) always takes it.
+    """
+    facts = _signature(self)
+    if facts is None or facts[1]:
+        return None
+    key = (name, facts[0], inplace)
+    entry = _binary_entries.peek(key)
+    if entry is None:
+        if self.is_complex() and name == "abs":
+            return None
+        result = _unary(name, self, out=self if inplace else None, inplace=inplace)
+        _binary_entries.put(key, _unary_entry(name, self, inplace))
+        return result
+    if entry is _GENERAL:
+        return None
+    a_start = facts[2]
+    if facts[3] + facts[4] - a_start < entry.extents[1]:
+        return None
+    if inplace:
+        out, out_start = self, a_start
+    else:
+        if entry.huge:
+            out = empty_mydev(entry.sizes, entry.strides, entry.dtype, 0)
+        else:
+            out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out_start = out.data_ptr()
+    entry.kernel(out_start, a_start, *entry.args)
+    return out
+
+
+def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> BinaryEntry | str:
+    """The entry of a unary call the general path has just answered, or ``_GENERAL``."""
+    if self.device.type == "cpu" or self.dtype not in _FAST_DTYPES:
+        return _GENERAL
+    plan, _ = _plan(self if inplace else None, [self], unary_op_config(), inplace=inplace)
+    if any(plan.temporaries):
+        return _GENERAL
+    prepared = kernels.prepare_unary(
+        name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
+    )
+    return BinaryEntry(prepared, None, plan.shape, plan.output_strides[0], self.dtype)
 
 
 def _number_key(x: object) -> tuple | None:
