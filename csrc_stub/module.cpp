@@ -207,6 +207,7 @@ PyMethodDef kFastMethods[] = {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
+  m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;
   m.def("_memory_stats", &mydev::stats_dict, "Allocator counters, torch.cuda names");

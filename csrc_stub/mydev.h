@@ -13,6 +13,8 @@ namespace mydev {
 
 constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
 constexpr c10::DeviceIndex kDeviceCount = 1;
+// Blocks of at least this many bytes are advised transparent huge pages (allocator.cpp).
+constexpr size_t kHugePageMinBytes = size_t{4} << 20;
 
 // Snapshot of the allocator's counters (names follow torch.cuda.memory_stats).
 struct MemoryStats {

@@ -84,6 +84,9 @@ def test_huge_page_advice_changes_no_value_or_statistic():
     base = torch.mydev.memory_allocated()
     dev = cpu.to("mydev")
     assert torch.mydev.memory_allocated() - base == dev.untyped_storage().nbytes()
+    assert dev.untyped_storage().data_ptr() % (2 << 20) == 0  # whole huge pages
+    small = torch.empty(1000, device="mydev")
+    assert small.untyped_storage().data_ptr() % 64 == 0
     assert same_bits(dev.clone().cpu(), cpu)
     wide = dev.view(-1, 1000).t().contiguous()
     assert same_bits(wide.cpu(), cpu.view(-1, 1000).t().contiguous())

@@ -11,14 +11,8 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.iterator.cache import LRUCache
-from torch_mydev.layout import compute_storage_nbytes
 from torch_mydev.ops.copy import CopyEntry, _check_dtype, copy_into_new, entry_for
-from torch_mydev.ops.factories import (
-    HUGE_PAGE_MIN_BYTES,
-    allocate,
-    cached_like_strides,
-    empty_mydev,
-)
+from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
 
 _signature = _C._signature
 _empty_strided = _C._empty_strided
@@ -85,7 +79,7 @@ class NewCopy:
     none of Copy.cpp's overlap checks nor a bounds check on the destination.
     """
 
-    __slots__ = ("device", "dtype", "entry", "huge", "index", "sizes", "strides")
+    __slots__ = ("device", "dtype", "entry", "index", "sizes", "strides")
 
     def __init__(
         self,
@@ -101,15 +95,11 @@ class NewCopy:
         self.device = device
         self.index = None if device.type == "cpu" else device.index or 0
         self.entry = entry
-        nbytes = compute_storage_nbytes(sizes, strides, dtype.itemsize)
-        self.huge = nbytes >= HUGE_PAGE_MIN_BYTES
 
     def allocate(self) -> torch.Tensor:
         """The new, uninitialised tensor (on mydev: the stub's allocator, without Python)."""
         if self.index is None:
             return torch.empty_strided(self.sizes, self.strides, dtype=self.dtype)
-        if self.huge:
-            return empty_mydev(self.sizes, self.strides, self.dtype, self.index)
         return _empty_strided(self.sizes, self.strides, self.dtype, self.index)
 
     def fill(

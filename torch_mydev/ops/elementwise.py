@@ -53,7 +53,7 @@ from torch_mydev.iterator.promotion import (
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.factories import HUGE_PAGE_MIN_BYTES, allocate, empty_mydev, like_strides
+from torch_mydev.ops.factories import allocate, like_strides
 
 Number = bool | int | float | complex
 Arg = torch.Tensor | Number
@@ -361,7 +361,6 @@ class BinaryEntry:
         "constant_address",
         "dtype",
         "extents",
-        "huge",
         "kernel",
         "sizes",
         "strides",
@@ -383,8 +382,6 @@ class BinaryEntry:
         self.sizes = sizes
         self.strides = strides
         self.dtype = dtype
-        nbytes = layout.compute_storage_nbytes(sizes, strides, dtype.itemsize)
-        self.huge = nbytes >= HUGE_PAGE_MIN_BYTES
 
 
 # (op, rounding mode, signature, number key, alpha key, in-place, default dtype) -> entry, or
@@ -445,10 +442,7 @@ def _fast_binary(
     if inplace:
         out, out_start = self, a_start
     else:
-        if entry.huge:
-            out = empty_mydev(entry.sizes, entry.strides, entry.dtype, 0)
-        else:
-            out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
         out_start = out.data_ptr()
     if entry.kernel(out_start, a_start, b_start, *entry.args):
         raise RuntimeError("ZeroDivisionError")
@@ -566,10 +560,7 @@ def _fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | 
     if inplace:
         out, out_start = self, a_start
     else:
-        if entry.huge:
-            out = empty_mydev(entry.sizes, entry.strides, entry.dtype, 0)
-        else:
-            out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
         out_start = out.data_ptr()
     entry.kernel(out_start, a_start, *entry.args)
     return out

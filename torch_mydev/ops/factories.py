@@ -2,13 +2,11 @@
 
 Strides come from `torch_mydev.layout`; the bytes come from the stub's allocator through
 its one primitive, ``_C._empty_strided`` (storage sized as ATen's computeStorageNbytes),
-wrapped by ``empty_mydev``, which asks Linux for transparent huge pages on large blocks.
+wrapped by ``empty_mydev``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from collections.abc import Sequence
 
 import torch
@@ -22,15 +20,7 @@ from torch_mydev.layout import (
     strides_for_memory_format,
 )
 
-# A new block of at least this many bytes asks for transparent huge pages (``madvise``): its
-# first touch then takes one page fault per 2 MiB instead of one per 4 KiB. Measured here: a
-# new 64 MiB tensor filled by a copy takes about half the time (c10's CPU allocator does the
-# same when THP_MEM_ALLOC_ENABLE=1 is set; it is off by default there).
-HUGE_PAGE_MIN_BYTES = 4 << 20
-_HUGE_PAGE = 2 << 20
-_MADV_HUGEPAGE = 14  # linux/mman.h
-_madvise: ctypes._CFuncPtr | None = None
-_madvise_failed = sys.platform != "linux"
+HUGE_PAGE_MIN_BYTES: int = _C.HUGE_PAGE_MIN_BYTES  # the allocator advises huge pages from here
 
 
 def empty_mydev(
@@ -38,33 +28,10 @@ def empty_mydev(
 ) -> torch.Tensor:
     """An uninitialised mydev tensor from the stub's allocator (``_C._empty_strided``).
 
-    From ``HUGE_PAGE_MIN_BYTES`` the whole 2 MiB pages inside the block are advised
-    ``MADV_HUGEPAGE`` before anything touches them; a system without transparent huge pages
-    ignores the advice. Contents, sizes, strides and memory statistics are unaffected.
+    Blocks of at least ``HUGE_PAGE_MIN_BYTES`` come advised for transparent huge pages
+    (``csrc_stub/allocator.cpp``); contents, sizes, strides and statistics are unaffected.
     """
-    tensor = _C._empty_strided(sizes, strides, dtype, index)
-    storage = tensor.untyped_storage()
-    nbytes = storage.nbytes()
-    if nbytes >= HUGE_PAGE_MIN_BYTES and not _madvise_failed:
-        _advise_huge_pages(storage.data_ptr(), nbytes)
-    return tensor
-
-
-def _advise_huge_pages(address: int, nbytes: int) -> None:
-    global _madvise, _madvise_failed
-    if _madvise is None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            _madvise = libc.madvise
-            _madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-            _madvise.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            _madvise_failed = True
-            return
-    start = -(-address // _HUGE_PAGE) * _HUGE_PAGE
-    end = (address + nbytes) // _HUGE_PAGE * _HUGE_PAGE
-    if end > start and _madvise(start, end - start, _MADV_HUGEPAGE) != 0:
-        _madvise_failed = True  # no transparent huge pages here: stop asking
+    return _C._empty_strided(sizes, strides, dtype, index)
 
 
 def _check_options(
