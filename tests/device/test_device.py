@@ -118,3 +118,20 @@ def test_generated_methods_move_data():
     assert m.weight.is_mydev and torch.equal(m.weight.detach().cpu(), weight)
     s = torch.UntypedStorage(8).mydev()
     assert s.is_mydev and s.nbytes() == 8
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_numba_leaves_the_garbage_collector_as_it_was(enabled):
+    """The first kernel pauses the cyclic GC while numba loads, then restores its state."""
+    code = (
+        "import gc, torch; "
+        + ("" if enabled else "gc.disable(); ")
+        + "x = torch.randn(8, 8).t().to('mydev').contiguous(); "
+        + "import sys; print(gc.isenabled(), 'numba' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(enabled), "True"]

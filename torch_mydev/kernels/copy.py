@@ -122,18 +122,18 @@ def _load() -> tuple[ModuleType, ModuleType]:
 def _load_strided() -> ModuleType:
     global _loops
     if _loops is None:
-        from . import _strided
+        from . import load_numba_modules
 
-        _loops = _strided
+        (_loops,) = load_numba_modules("_strided")
     return _loops
 
 
 def _load_convert() -> ModuleType:
     global _convert
     if _convert is None:
-        from . import _convert as convert
+        from . import load_numba_modules
 
-        _convert = convert
+        (_convert,) = load_numba_modules("_convert")
     return _convert
 
 

@@ -92,9 +92,9 @@ def _load() -> ModuleType:
     """Import the numba loops on first use (importing the package must not import numba)."""
     global _loops
     if _loops is None:
-        from . import _elementwise_loops
+        from . import load_numba_modules
 
-        _loops = _elementwise_loops
+        (_loops,) = load_numba_modules("_elementwise_loops")
     return _loops
 
 
