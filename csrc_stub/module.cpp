@@ -41,6 +41,7 @@ pybind11::dict stats_dict() {
   d["allocation.all.peak"] = s.blocks_peak;
   d["allocation.all.allocated"] = s.allocations_total;
   d["allocation.all.freed"] = s.frees_total;
+  d["reserved_bytes.all.current"] = s.allocated_bytes_current + s.cached_bytes_current;
   return d;
 }
 
@@ -212,6 +213,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("FLAG_NEG") = mydev::kFlagNeg;
   m.def("_memory_stats", &mydev::stats_dict, "Allocator counters, torch.cuda names");
   m.def("_reset_peak_memory_stats", &mydev::reset_peak_memory_stats);
+  m.def("_empty_cache", &mydev::empty_cache, "Free the blocks kept for reuse");
   m.def("_device_count", [] { return static_cast<int>(mydev::kDeviceCount); });
   m.def("_check_device", [](int64_t index) { mydev::check_device_index(index); });
   m.def("_default_generator", [](int64_t index) {

@@ -26,11 +26,14 @@ struct MemoryStats {
   int64_t blocks_peak = 0;
   int64_t allocations_total = 0;
   int64_t frees_total = 0;
+  int64_t cached_bytes_current = 0; // freed blocks kept for reuse
 };
 
 c10::Allocator* allocator();
 MemoryStats memory_stats();
 void reset_peak_memory_stats();
+// Frees the blocks kept for reuse (torch.cuda.empty_cache's job).
+void empty_cache();
 
 // Raises the RuntimeError CUDA raises for a bad ordinal when `index` is not a mydev device.
 void check_device_index(int64_t index);

@@ -69,6 +69,16 @@ def max_memory_allocated(device: _DeviceLike = None) -> int:
     return memory_stats(device)["allocated_bytes.all.peak"]
 
 
+def memory_reserved(device: _DeviceLike = None) -> int:
+    """Bytes held by the allocator: live storages plus freed large blocks kept for reuse."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def empty_cache() -> None:
+    """Return the freed blocks the allocator keeps for reuse to the system."""
+    _C._empty_cache()
+
+
 def reset_peak_memory_stats(device: _DeviceLike = None) -> None:
     """Set the peak counters to the current values."""
     _index(device)
@@ -125,6 +135,8 @@ _PUBLIC = (
     memory_stats,
     memory_allocated,
     max_memory_allocated,
+    memory_reserved,
+    empty_cache,
     reset_peak_memory_stats,
     default_generator,
     manual_seed,

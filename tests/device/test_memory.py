@@ -66,7 +66,7 @@ def test_stats_use_torch_cuda_names():
         f"{kind}.all.{counter}"
         for kind in ("allocated_bytes", "allocation")
         for counter in ("current", "peak", "allocated", "freed")
-    }
+    } | {"reserved_bytes.all.current"}
     assert set(torch.mydev.memory_stats()) == expected
 
 
@@ -101,3 +101,36 @@ def test_resize_as_follows_cpu():
     cpu = torch.empty(2, 3).resize_as_(torch.empty(4, 5).t())
     dev = torch.empty(2, 3, device="mydev").resize_as_(torch.empty(4, 5, device="mydev").t())
     assert dev.shape == cpu.shape and dev.stride() == cpu.stride()
+
+
+def test_large_freed_blocks_are_kept_for_reuse_and_returned_by_empty_cache():
+    """Blocks from HUGE_PAGE_MIN_BYTES are kept after free (as CUDA's caching allocator keeps
+    them): "allocated" drops at once, "reserved" until ``empty_cache``."""
+    from torch_mydev import _C
+
+    torch.mydev.empty_cache()
+    base = torch.mydev.memory_allocated()
+    assert torch.mydev.memory_reserved() == base
+    nbytes = _C.HUGE_PAGE_MIN_BYTES + 12345
+    block = torch.UntypedStorage(nbytes, device="mydev")
+    address = block.data_ptr()
+    assert address % (2 << 20) == 0
+    del block
+    assert torch.mydev.memory_allocated() == base
+    assert torch.mydev.memory_reserved() >= base + nbytes
+    again = torch.UntypedStorage(nbytes - 100, device="mydev")  # same rounded block size
+    assert again.data_ptr() == address
+    assert torch.mydev.memory_allocated() == base + nbytes - 100
+    other = torch.UntypedStorage(nbytes + (4 << 20), device="mydev")  # another size: new
+    assert other.data_ptr() != address
+    del again, other
+    torch.mydev.empty_cache()
+    assert torch.mydev.memory_reserved() == torch.mydev.memory_allocated() == base
+
+
+def test_small_blocks_are_not_kept():
+    torch.mydev.empty_cache()
+    reserved = torch.mydev.memory_reserved()
+    t = torch.empty(1000, device="mydev")
+    del t
+    assert torch.mydev.memory_reserved() == reserved
