@@ -1,8 +1,13 @@
 """Builds torch_mydev and its compiled stub torch_mydev._C (allocator, guard, hooks, views)."""
 
 import glob
+import os
 import re
 from pathlib import Path
+
+# Building imports torch; torch's device-backend autoload would then import the installed
+# torch_mydev, whose Python may already need the stub this build is about to make.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
