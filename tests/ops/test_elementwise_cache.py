@@ -19,9 +19,9 @@ def _general_path_forbidden(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the general path ran for a cached call signature")
 
-    monkeypatch.setattr(elementwise, "_arithmetic", refuse)
-    monkeypatch.setattr(elementwise, "_compare", refuse)
-    monkeypatch.setattr(elementwise, "_unary", refuse)
+    monkeypatch.setattr(elementwise, "_general_arithmetic", refuse)
+    monkeypatch.setattr(elementwise, "_general_compare", refuse)
+    monkeypatch.setattr(elementwise, "_general_unary", refuse)
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,7 @@ def _general_path_forbidden(monkeypatch):
         lambda a, b: a * 2.5,
         lambda a, b: a / b,
         lambda a, b: torch.div(a, b, rounding_mode="floor"),
+        lambda a, b: torch.floor_divide(a, b),
         lambda a, b: a.clone().add_(b, alpha=2),
         lambda a, b: a.clone().mul_(b.t()),
         lambda a, b: a.t() + b[:1],
@@ -50,6 +51,7 @@ def _general_path_forbidden(monkeypatch):
         "mul-number",
         "div",
         "floor",
+        "floor_divide",
         "add_",
         "mul_",
         "broadcast",

@@ -112,52 +112,31 @@ _C_TYPE_NAMES = {
 
 def add(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."""
-    if out is None:
-        result = _fast_binary("add", None, self, other, alpha, False)
-        if result is not None:
-            return result
     return _arithmetic("add", self, other, alpha=alpha, out=out)
 
 
 def add_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
     """aten::add_.Tensor / add_.Scalar."""
-    result = _fast_binary("add", None, self, other, alpha, True)
-    if result is not None:
-        return result
     return _arithmetic("add", self, other, alpha=alpha, out=self, inplace=True)
 
 
 def sub(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."""
-    if out is None:
-        result = _fast_binary("sub", None, self, other, alpha, False)
-        if result is not None:
-            return result
     return _arithmetic("sub", self, other, alpha=alpha, out=out)
 
 
 def sub_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
     """aten::sub_.Tensor / sub_.Scalar."""
-    result = _fast_binary("sub", None, self, other, alpha, True)
-    if result is not None:
-        return result
     return _arithmetic("sub", self, other, alpha=alpha, out=self, inplace=True)
 
 
 def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::mul.Tensor / mul.Scalar / mul.out / mul.Scalar_out."""
-    if out is None:
-        result = _fast_binary("mul", None, self, other, 1, False)
-        if result is not None:
-            return result
     return _arithmetic("mul", self, other, out=out)
 
 
 def mul_(self: torch.Tensor, other: Arg) -> torch.Tensor:
     """aten::mul_.Tensor / mul_.Scalar."""
-    result = _fast_binary("mul", None, self, other, 1, True)
-    if result is not None:
-        return result
     return _arithmetic("mul", self, other, out=self, inplace=True)
 
 
@@ -169,18 +148,11 @@ def div(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """aten::div (Tensor, Scalar, Tensor_mode, Scalar_mode and their out= forms)."""
-    if out is None:
-        result = _fast_binary("div", rounding_mode, self, other, 1, False)
-        if result is not None:
-            return result
     return _arithmetic("div", self, other, rounding_mode=rounding_mode, out=out)
 
 
 def div_(self: torch.Tensor, other: Arg, *, rounding_mode: str | None = None) -> torch.Tensor:
     """aten::div_ (Tensor, Scalar, Tensor_mode, Scalar_mode)."""
-    result = _fast_binary("div", rounding_mode, self, other, 1, True)
-    if result is not None:
-        return result
     return _arithmetic("div", self, other, rounding_mode=rounding_mode, out=self, inplace=True)
 
 
@@ -196,10 +168,6 @@ def floor_divide_(self: torch.Tensor, other: Arg) -> torch.Tensor:
 
 def _comparison(name: str):
     def functional(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
-        if out is None:
-            result = _fast_binary(name, None, self, other, 1, False)
-            if result is not None:
-                return result
         return _compare(name, self, other, out=out)
 
     def inplace(self: torch.Tensor, other: Arg) -> torch.Tensor:
@@ -222,27 +190,16 @@ ge, ge_ = _comparison("ge")
 
 def neg(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::neg / neg.out (bool refused, as torch's meta function does)."""
-    if out is None:
-        result = _fast_unary("neg", self, False)
-        if result is not None:
-            return result
     return _unary("neg", self, out=out)
 
 
 def neg_(self: torch.Tensor) -> torch.Tensor:
     """aten::neg_."""
-    result = _fast_unary("neg", self, True)
-    if result is not None:
-        return result
     return _unary("neg", self, out=self, inplace=True)
 
 
 def absolute(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::abs / abs.out; a complex input gives its real dtype unless ``out`` is complex."""
-    if out is None:
-        result = _fast_unary("abs", self, False)
-        if result is not None:
-            return result
     if self.is_complex() and (out is None or not out.is_complex()):
         return _abs_complex_to_real(self, out)
     return _unary("abs", self, out=out)
@@ -252,9 +209,6 @@ def absolute_(self: torch.Tensor) -> torch.Tensor:
     """aten::abs_ (refused for complex tensors, as torch does)."""
     if self.is_complex():
         raise RuntimeError("In-place abs is not supported for complex tensors.")
-    result = _fast_unary("abs", self, True)
-    if result is not None:
-        return result
     return _unary("abs", self, out=self, inplace=True)
 
 
@@ -344,8 +298,8 @@ def where(
 
 
 class BinaryEntry:
-    """What ``_arithmetic`` (or ``_compare``) decides from layouts and numbers alone, for one
-    call signature.
+    """What ``_general_arithmetic`` (or ``_general_compare``, ``_general_unary``) decides from
+    layouts and numbers alone, for one call signature.
 
     Kept per (op, rounding mode, the tensors' ``_C._signature``, the Python number operand,
     alpha, in-place or not, default dtype) for calls the general path would finish with no
@@ -404,7 +358,7 @@ def _fast_binary(
     """add/sub/mul/div (functional or in-place) and the functional comparisons through a
     cached ``BinaryEntry``.
 
-    Returns None where the general path (``_arithmetic``) must run: arguments it alone
+    Returns None where the general path (``_general_arithmetic``) must run: arguments it alone
     handles, a first call (which it answers, then the entry is made), a call signature
     without an entry, or per-call facts an entry cannot check (an input sharing ``self``'s
     storage in place, a storage too small for the layout).
@@ -461,9 +415,9 @@ def _first_binary(
     """Answer a call signature's first call with the general path, then make its entry."""
     target = self if inplace else None
     if name in kernels.COMPARISONS:
-        result = _compare(name, self, other, out=target, inplace=inplace)
+        result = _general_compare(name, self, other, out=target, inplace=inplace)
     else:
-        result = _arithmetic(
+        result = _general_arithmetic(
             name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
         )
     _binary_entries.put(key, _binary_entry(name, mode, self, other, alpha, inplace))
@@ -538,7 +492,7 @@ def _binary_entry(
 def _fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     """neg and abs (functional or in-place) through a cached ``BinaryEntry`` (no ``b``).
 
-    None where the general path (``_unary``) must run, as for ``_fast_binary``; complex
+    None where the general path (``_general_unary``) must run, as for ``_fast_binary``; complex
     ``abs`` (a real result) always takes it.
     """
     facts = _signature(self)
@@ -549,7 +503,7 @@ def _fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | 
     if entry is None:
         if self.is_complex() and name == "abs":
             return None
-        result = _unary(name, self, out=self if inplace else None, inplace=inplace)
+        result = _general_unary(name, self, out=self if inplace else None, inplace=inplace)
         _binary_entries.put(key, _unary_entry(name, self, inplace))
         return result
     if entry is _GENERAL:
@@ -609,6 +563,51 @@ def _arithmetic(
     out: torch.Tensor | None = None,
     inplace: bool = False,
 ) -> torch.Tensor:
+    """add, sub, mul and div: the cached entry of the call signature (functional and in-place
+    forms), else ``_general_arithmetic``."""
+    if out is None or inplace:
+        result = _fast_binary(name, rounding_mode, self, other, alpha, inplace)
+        if result is not None:
+            return result
+    return _general_arithmetic(
+        name, self, other, alpha=alpha, rounding_mode=rounding_mode, out=out, inplace=inplace
+    )
+
+
+def _compare(
+    name: str, self: Arg, other: Arg, *, out: torch.Tensor | None = None, inplace: bool = False
+) -> torch.Tensor:
+    """The comparisons: the cached entry of the call signature (functional form), else
+    ``_general_compare``."""
+    if out is None:
+        result = _fast_binary(name, None, self, other, 1, False)
+        if result is not None:
+            return result
+    return _general_compare(name, self, other, out=out, inplace=inplace)
+
+
+def _unary(
+    name: str, self: torch.Tensor, *, out: torch.Tensor | None = None, inplace: bool = False
+) -> torch.Tensor:
+    """neg and abs: the cached entry of the call signature (functional and in-place forms),
+    else ``_general_unary``."""
+    if out is None or inplace:
+        result = _fast_unary(name, self, inplace)
+        if result is not None:
+            return result
+    return _general_unary(name, self, out=out, inplace=inplace)
+
+
+def _general_arithmetic(
+    name: str,
+    self: Arg,
+    other: Arg,
+    *,
+    alpha: Number = 1,
+    rounding_mode: str | None = None,
+    out: torch.Tensor | None = None,
+    inplace: bool = False,
+) -> torch.Tensor:
     """add, sub, mul and div: BinaryOps.cpp's meta checks, the plan, ``kernels.binary``."""
     default = torch.get_default_dtype()
     if name == "div" and rounding_mode is None:
@@ -659,7 +658,7 @@ def _arithmetic(
     return _finish(result, written)
 
 
-def _compare(
+def _general_compare(
     name: str, self: Arg, other: Arg, *, out: torch.Tensor | None = None, inplace: bool = False
 ) -> torch.Tensor:
     """eq, ne, lt, le, gt, ge: ``build_borrowing_comparison_op``, then ``kernels.compare``.
@@ -694,7 +693,7 @@ def _compare(
     return _finish(result, flags)
 
 
-def _unary(
+def _general_unary(
     name: str, self: torch.Tensor, *, out: torch.Tensor | None = None, inplace: bool = False
 ) -> torch.Tensor:
     """neg and abs: ``build_borrowing_unary_op`` (one dtype throughout), ``kernels.unary``."""
