@@ -27,7 +27,9 @@ setup(
     name="torch_mydev",
     version="0.1.0",
     description="A PyTorch PrivateUse1 device with Python kernels and PyTorch's layout rules",
-    packages=find_packages(include=["torch_mydev", "torch_mydev.*"]),
+    packages=find_packages(
+        include=["torch_mydev", "torch_mydev.*", "torch_mydev_rules", "torch_mydev_rules.*"]
+    ),
     python_requires=">=3.11",
     install_requires=[torch_pin(), "numpy", "numba"],
     ext_modules=[

@@ -1,8 +1,8 @@
 """Differential check of the pure layout modules against torch on a device (CUDA or CPU).
 
 Run where a GPU exists: ``python tools/cuda_layout_check.py --device cuda``. It needs only
-torch: it imports ``torch_mydev.layout`` and ``torch_mydev.iterator`` without loading the
-package (so the compiled stub need not be built there) and compares, over seeded random
+torch: ``torch_mydev_rules`` (the layout rules and the iterator) never imports the device
+package or its compiled stub, so any torch build runs it. It compares, over seeded random
 layouts, every layout predicate with the flags torch reports for a tensor of the same
 sizes and strides on that device, and ``explain()``'s output strides and dtype with what
 torch gives for ``a + b`` (mixed dtypes included), ``clone``, ``contiguous`` and
@@ -13,28 +13,15 @@ check on CPU (the test suite does that so the script cannot rot).
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import sys
-import types
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-
-def _load_pure_modules() -> tuple[types.ModuleType, types.ModuleType]:
-    """Import torch_mydev.layout and .iterator without running torch_mydev/__init__.py."""
-    if "torch_mydev" not in sys.modules:
-        package = types.ModuleType("torch_mydev")
-        package.__path__ = [str(ROOT / "torch_mydev")]
-        sys.modules["torch_mydev"] = package
-    return (
-        importlib.import_module("torch_mydev.layout"),
-        importlib.import_module("torch_mydev.iterator"),
-    )
-
+from torch_mydev_rules import iterator, layout
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.bool)
 FORMATS = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
@@ -68,7 +55,6 @@ def make(sizes, strides, dtype, device) -> torch.Tensor:
 
 
 def check(device: str, cases: int, seed: int) -> list[str]:
-    layout, iterator = _load_pure_modules()
     rng = random.Random(seed)
     problems: list[str] = []
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from torch_mydev.layout import is_non_overlapping_and_dense
+from torch_mydev_rules.layout import is_non_overlapping_and_dense
 
 __all__ = ["Report", "compare"]
 

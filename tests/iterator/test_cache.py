@@ -14,8 +14,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev.iterator import OperandSpec, binary_op_config, build, copy_config
-from torch_mydev.iterator.cache import LRUCache, cached_build, plan_cache
+from torch_mydev_rules.iterator import OperandSpec, binary_op_config, build, copy_config
+from torch_mydev_rules.iterator.cache import LRUCache, cached_build, plan_cache
 
 from .strategies import broadcast_shapes, layout_for, shapes
 

@@ -18,7 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from layout.strategies import views
 
-from torch_mydev.iterator import explain
+from torch_mydev_rules.iterator import explain
 
 from .strategies import (
     DTYPES,

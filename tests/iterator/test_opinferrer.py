@@ -14,14 +14,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev import layout
-from torch_mydev.iterator import OperandSpec, binary_op_config, build, explain
-from torch_mydev.iterator.opinferrer import (
+from torch_mydev_rules import layout
+from torch_mydev_rules.iterator import OperandSpec, binary_op_config, build, explain
+from torch_mydev_rules.iterator.reference.opinferrer import (
     compute_memory_format,
     dipu_output_strides,
     fast_compute_memory_format,
 )
-from torch_mydev.iterator.strides import allocate_or_resize_outputs, permute
+from torch_mydev_rules.iterator.strides import allocate_or_resize_outputs, permute
 
 from .strategies import broadcast_shapes, layout_for, make_tensor, shapes
 

@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 
-from torch_mydev.iterator.promotion import (
+from torch_mydev_rules.iterator.promotion import (
     OperandDtype,
     can_cast,
     dtype_name,

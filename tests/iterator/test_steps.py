@@ -14,8 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev.iterator import (
-    DimCounter,
+from torch_mydev_rules.iterator import (
     IteratorConfig,
     OperandSpec,
     binary_op_config,
@@ -23,13 +22,13 @@ from torch_mydev.iterator import (
     comparison_op_config,
     copy_config,
     explain,
-    serial_for_each,
     unary_op_config,
 )
-from torch_mydev.iterator.coalesce import coalesce_dimensions, get_dim_to_split
-from torch_mydev.iterator.fast_setup import FastSetupType, compute_fast_setup_type
-from torch_mydev.iterator.shape import compute_shape, infer_size
-from torch_mydev.iterator.strides import compatible_stride, reorder_dimensions
+from torch_mydev_rules.iterator.coalesce import coalesce_dimensions, get_dim_to_split
+from torch_mydev_rules.iterator.fast_setup import FastSetupType, compute_fast_setup_type
+from torch_mydev_rules.iterator.reference import DimCounter, serial_for_each
+from torch_mydev_rules.iterator.shape import compute_shape, infer_size
+from torch_mydev_rules.iterator.strides import compatible_stride, reorder_dimensions
 
 from .strategies import shapes
 from .walker import plan_offsets

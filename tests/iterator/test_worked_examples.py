@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from torch_mydev.iterator import DimCounter, explain
-from torch_mydev.iterator.opinferrer import (
+from torch_mydev_rules.iterator import explain
+from torch_mydev_rules.iterator.reference import DimCounter
+from torch_mydev_rules.iterator.reference.opinferrer import (
     compute_effective_strides,
     compute_memory_format,
     compute_perm,

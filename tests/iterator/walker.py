@@ -11,7 +11,8 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 
-from torch_mydev.iterator import Plan, serial_for_each
+from torch_mydev_rules.iterator import Plan
+from torch_mydev_rules.iterator.reference import serial_for_each
 
 
 def naive_offsets(

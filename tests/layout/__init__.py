@@ -1,1 +1,1 @@
-"""Tests of torch_mydev.layout against the flags and strides torch reports on CPU."""
+"""Tests of torch_mydev_rules.layout against the flags and strides torch reports on CPU."""

@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import example, given
 
-from torch_mydev import layout
-from torch_mydev.layout import MemoryFormat
+from torch_mydev_rules import layout
+from torch_mydev_rules.layout import MemoryFormat
 
 from .strategies import layouts
 from .truth import strided

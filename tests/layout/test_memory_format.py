@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from torch_mydev import layout
-from torch_mydev.layout import MemoryFormat
+from torch_mydev_rules import layout
+from torch_mydev_rules.layout import MemoryFormat
 
 from .strategies import layouts, sizes_of_rank
 from .truth import outcome, strided

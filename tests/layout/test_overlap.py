@@ -9,8 +9,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from torch_mydev import layout
-from torch_mydev.layout import MemOverlap, MemOverlapStatus, MemRange
+from torch_mydev_rules import layout
+from torch_mydev_rules.layout import MemOverlap, MemOverlapStatus, MemRange
 
 from .strategies import dense_strides, layouts, sizes_of_rank, storage_elements
 from .truth import strided

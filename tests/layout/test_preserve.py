@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import example, given
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from .strategies import layouts
 from .truth import strided

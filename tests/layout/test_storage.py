@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from .strategies import views
 from .truth import outcome

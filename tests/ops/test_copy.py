@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from layout.strategies import views
 
 from ops.helpers import ALL_DTYPES, same_bits, view_pair
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 
 def _writable(view) -> bool:

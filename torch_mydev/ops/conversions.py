@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
-from torch_mydev.iterator.cache import LRUCache
 from torch_mydev.ops.copy import CopyEntry, _check_dtype, copy_into_new, entry_for
 from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
+from torch_mydev_rules.iterator.cache import LRUCache
 
 _signature = _C._signature
 _empty_strided = _C._empty_strided

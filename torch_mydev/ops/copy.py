@@ -2,7 +2,7 @@
 
 The order of decisions is ``copy_impl``'s (aten/src/ATen/native/Copy.cpp): same tensor and
 same-data early exits, internal overlap of the destination, partial overlap between the two,
-then a TensorIterator plan (``torch_mydev.iterator``) whose coalesced shape and byte strides
+then a TensorIterator plan (``torch_mydev_rules.iterator``) whose coalesced shape and byte strides
 drive ``torch_mydev.kernels.copy``.
 
 Everything decided from sizes, strides and dtypes alone -- the internal-overlap check, the
@@ -20,13 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torch_mydev import _C, layout
-from torch_mydev.iterator.cache import LRUCache, cached_build
-from torch_mydev.iterator.operands import OperandSpec, copy_config
-from torch_mydev.iterator.plan import Plan
+from torch_mydev import _C
 from torch_mydev.kernels import copy as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev_rules import layout
+from torch_mydev_rules.iterator.cache import LRUCache, cached_build
+from torch_mydev_rules.iterator.operands import OperandSpec, copy_config
+from torch_mydev_rules.iterator.plan import Plan
 
 _INTERNAL_OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "

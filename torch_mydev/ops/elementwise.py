@@ -4,7 +4,7 @@ Every op follows the structure of its ATen implementation (``native/BinaryOps.cp
 ``native/UnaryOps.cpp``, ``native/TensorCompare.cpp``, ``native/Fill.cpp``):
 
 1. ATen's argument checks (``sub_check``, ``alpha_check``, rounding modes, bool negation);
-2. a TensorIterator plan (``torch_mydev.iterator.build``, through its plan cache) with the
+2. a TensorIterator plan (``torch_mydev_rules.iterator.build``, through its plan cache) with the
    config of ATen's builder (``binary_op_config``, ``binary_float_op_config``,
    ``comparison_op_config``, ``unary_op_config``): broadcast shape, common dtype
    (``torch.result_type``'s rule, Python numbers ranking lowest), safe casting into ``out=``,
@@ -31,9 +31,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torch_mydev import _C, layout
-from torch_mydev.iterator.cache import LRUCache, cached_build
-from torch_mydev.iterator.operands import (
+from torch_mydev import _C
+from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev.ops.copy import copy_
+from torch_mydev.ops.factories import allocate, like_strides
+from torch_mydev_rules import layout
+from torch_mydev_rules.iterator.cache import LRUCache, cached_build
+from torch_mydev_rules.iterator.operands import (
     IteratorConfig,
     OperandSpec,
     binary_float_op_config,
@@ -41,8 +46,8 @@ from torch_mydev.iterator.operands import (
     comparison_op_config,
     unary_op_config,
 )
-from torch_mydev.iterator.plan import Plan
-from torch_mydev.iterator.promotion import (
+from torch_mydev_rules.iterator.plan import Plan
+from torch_mydev_rules.iterator.promotion import (
     OperandDtype,
     can_cast,
     dtype_name,
@@ -50,10 +55,6 @@ from torch_mydev.iterator.promotion import (
     result_type,
     to_real,
 )
-from torch_mydev.kernels import elementwise as kernels
-from torch_mydev.ops.buffers import byte_offset, storage_bytes
-from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.factories import allocate, like_strides
 
 Number = bool | int | float | complex
 Arg = torch.Tensor | Number

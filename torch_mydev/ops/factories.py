@@ -1,6 +1,6 @@
 """Factory kernels: ``empty.memory_format``, ``empty_strided`` and ``empty_like`` on mydev.
 
-Strides come from `torch_mydev.layout`; the bytes come from the stub's allocator through
+Strides come from `torch_mydev_rules.layout`; the bytes come from the stub's allocator through
 its one primitive, ``_C._empty_strided`` (storage sized as ATen's computeStorageNbytes),
 wrapped by ``empty_mydev``.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import torch
 
 from torch_mydev import _C
-from torch_mydev.iterator.cache import LRUCache
-from torch_mydev.layout import (
+from torch_mydev_rules.iterator.cache import LRUCache
+from torch_mydev_rules.layout import (
     MemoryFormat,
     contiguous_strides,
     preserve_format_strides,

@@ -39,8 +39,9 @@ from typing import Any
 
 import torch
 
-from torch_mydev import _C, layout
+from torch_mydev import _C
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev_rules import layout
 
 __all__ = [
     "WARN_ENV",

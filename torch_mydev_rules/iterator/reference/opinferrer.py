@@ -12,7 +12,7 @@ inputs that are non-overlapping-and-dense with equal strides -- but neither cont
 channels_last -- with ``suggest_memory_format`` of the first input, where torch's
 NON_OVERLAPPING_DENSE fast set-up copies the input strides. For ``a = torch.randn(3, 4).t()``
 torch gives ``(a + a).stride() == (1, 4)``; DIPU's rule gives ``(3, 1)``. torch is the truth
-for this project, so ``torch_mydev.iterator.build`` follows torch; ``dipu_output_strides``
+for this project, so ``torch_mydev_rules.iterator.build`` follows torch; ``dipu_output_strides``
 keeps DIPU's answer available and the tests pin where the two differ.
 
 Two smaller differences change strides of size-1 or size-0 dimensions only, never the
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
-from .shape import infer_size
-from .strides import reorder_dimensions
+from ..shape import infer_size
+from ..strides import reorder_dimensions
 
 __all__ = [
     "compute_effective_strides",

@@ -11,12 +11,10 @@ fastest-first iteration a kernel walks). No tensor memory is touched. One module
 - ``strides``: ``compute_strides``, ``reorder_dimensions``, ``allocate_or_resize_outputs``
 - ``coalesce``: ``coalesce_dimensions``, ``get_dim_to_split``
 - ``plan``: ``Plan`` and ``build`` (the steps in ATen's order)
-- ``dim_counter``: ``DimCounter`` and ``serial_for_each`` (2-D blocks for kernels)
-- ``opinferrer``: DIPU's ``compute_perm`` / ``compute_memory_format`` and its fast path
 - ``explain``: ``explain(op, *args, **kwargs) -> Report``
+- ``reference/``: ATen's ``DimCounter`` and DIPU's OpInferrer, kept for the tests only
 """
 
-from .dim_counter import Block, DimCounter, serial_for_each
 from .explain import Report, explain
 from .operands import (
     IteratorConfig,
@@ -32,8 +30,6 @@ from .plan import Plan, build
 from .promotion import can_cast, promote_types, result_type
 
 __all__ = [
-    "Block",
-    "DimCounter",
     "IteratorConfig",
     "OperandSpec",
     "Plan",
@@ -47,7 +43,6 @@ __all__ = [
     "explain",
     "promote_types",
     "result_type",
-    "serial_for_each",
     "unary_float_op_config",
     "unary_op_config",
 ]

@@ -3,7 +3,7 @@
 ``explain(op, *args, **kwargs)`` reads sizes, strides and dtypes off the arguments (any
 tensors, any device; Python numbers allowed where torch takes them), runs the same rules the
 device uses -- the TensorIterator ``build`` of ``plan.py`` and, for ``contiguous`` / ``clone``
-/ ``empty_like``, the memory-format rules of ``torch_mydev.layout`` first -- and returns a
+/ ``empty_like``, the memory-format rules of ``torch_mydev_rules.layout`` first -- and returns a
 ``Report`` whose ``str()`` is a table of every step in order.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from . import describe
 from .operands import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from .operands import IteratorConfig, OperandSpec
 

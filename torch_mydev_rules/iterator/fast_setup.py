@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from .operands import IteratorConfig, OperandSpec
 

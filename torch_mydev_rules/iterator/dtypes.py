@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from torch_mydev import layout
+from torch_mydev_rules import layout
 
 from .operands import IteratorConfig, OperandSpec
 from .promotion import OperandDtype, can_cast, dtype_name, is_integral, result_type
