@@ -216,6 +216,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_empty_cache", &mydev::empty_cache, "Free the blocks kept for reuse");
   m.def("_device_count", [] { return static_cast<int>(mydev::kDeviceCount); });
   m.def("_check_device", [](int64_t index) { mydev::check_device_index(index); });
+  m.def(
+      "_cpu_alias",
+      &mydev::cpu_alias,
+      pybind11::arg("tensor"),
+      pybind11::arg("like") = pybind11::none(),
+      "A CPU tensor over the mydev tensor's bytes (same sizes, strides, offset, dtype); with "
+      "`like` (an earlier alias of the same storage) it shares that alias's CPU storage");
   m.def("_default_generator", [](int64_t index) {
     mydev::check_device_index(index);
     return mydev::default_generator(static_cast<c10::DeviceIndex>(index));

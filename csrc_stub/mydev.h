@@ -48,4 +48,8 @@ at::Tensor empty_strided(
     c10::ScalarType dtype,
     int64_t index);
 
+// A CPU tensor over the same bytes, sizes, strides, offset, dtype and conj/neg bits as the
+// mydev tensor `tensor` (alias.cpp); with `like`, it shares that alias's CPU storage.
+at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like);
+
 } // namespace mydev
