@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import gc
 import importlib
+import threading
 from types import ModuleType
+
+# numba's target set-up is not reentrant: threads making their first call at once raised
+# "generator already executing" from it. One lock serialises the loading.
+_load_lock = threading.Lock()
 
 
 def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
@@ -22,14 +27,15 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
     result changes, unreachable cycles are only freed later (one full collection follows
     within the next ~100K allocations). Later calls only look the modules up.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        modules = tuple(importlib.import_module(f"{__name__}.{name}") for name in names)
-        from numba.core.registry import cpu_target
+    with _load_lock:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            modules = tuple(importlib.import_module(f"{__name__}.{name}") for name in names)
+            from numba.core.registry import cpu_target
 
-        cpu_target.target_context.refresh()  # what the first compile or cache load does
-    finally:
-        if enabled:
-            gc.enable()
+            cpu_target.target_context.refresh()  # what the first compile or cache load does
+        finally:
+            if enabled:
+                gc.enable()
     return modules
