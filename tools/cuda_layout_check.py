@@ -5,7 +5,8 @@ torch: ``torch_mydev_rules`` (the layout rules and the iterator) never imports t
 package or its compiled stub, so any torch build runs it. It compares, over seeded random
 layouts, every layout predicate with the flags torch reports for a tensor of the same
 sizes and strides on that device, and ``explain()``'s output strides and dtype with what
-torch gives for ``a + b`` (mixed dtypes included), ``clone``, ``contiguous`` and
+torch gives for binary ops (add, sub, mul, div, eq, lt; mixed dtypes and Python numbers
+included), ``neg``, ``clone``, ``contiguous`` and
 ``empty_like``. Prints a summary; exits 1 on any mismatch. ``--device cpu`` runs the same
 check on CPU (the test suite does that so the script cannot rot).
 """
@@ -24,6 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 from torch_mydev_rules import iterator, layout
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.bool)
+BINARY_OPS = (
+    (torch.add, "add"),
+    (torch.sub, "sub"),
+    (torch.mul, "mul"),
+    (torch.div, "div"),
+    (torch.eq, "eq"),
+    (torch.lt, "lt"),
+)
+UNARY_OPS = ((torch.neg, "neg"),)
 FORMATS = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
 
 
@@ -47,6 +57,12 @@ def random_view(rng: random.Random, ndim: int) -> tuple[tuple[int, ...], tuple[i
         elif rng.random() < 0.1:
             strides[d] = 0
     return sizes, tuple(strides)
+
+
+def _refuses_bool(exc: RuntimeError) -> bool:
+    """ATen's sub_check / neg's check refuse bool operands: an op rule, not a layout rule."""
+    message = str(exc)
+    return message.startswith(("Subtraction, the `-` operator", "Negation, the `-` operator"))
 
 
 def make(sizes, strides, dtype, device) -> torch.Tensor:
@@ -98,13 +114,35 @@ def check(device: str, cases: int, seed: int) -> list[str]:
         _, other_strides = random_view(rng, len(other_sizes))
         a = make(sizes, strides, rng.choice(DTYPES), device)
         b = make(other_sizes, other_strides, rng.choice(DTYPES), device)
-        result = a + b
-        report = iterator.explain(torch.add, a, b)
-        expect(
-            f"add {tag} + {list(other_sizes)} {other_strides}",
-            (report.output_strides, report.dtype),
-            (result.stride(), result.dtype),
-        )
+        op, name = rng.choice(BINARY_OPS)
+        if rng.random() < 0.2:
+            b = rng.choice((2, 2.5, True))  # a Python number: a CPU scalar operand
+        try:
+            result = op(a, b)
+            theirs = (result.stride(), result.dtype)
+        except RuntimeError as exc:
+            if _refuses_bool(exc):
+                continue
+            theirs = type(exc).__name__
+        try:
+            report = iterator.explain(op, a, b)
+            ours = (report.output_strides, report.dtype)
+        except RuntimeError as exc:
+            ours = type(exc).__name__
+        other = f"{list(b.shape)} {b.stride()} {b.dtype}" if torch.is_tensor(b) else repr(b)
+        expect(f"{name} {tag} {a.dtype} with {other}", ours, theirs)
+        unary, unary_name = rng.choice(UNARY_OPS)
+        try:
+            theirs = unary(a).stride()
+        except RuntimeError as exc:
+            if _refuses_bool(exc):
+                continue
+            theirs = type(exc).__name__
+        try:
+            ours = iterator.explain(unary, a).output_strides
+        except RuntimeError as exc:
+            ours = type(exc).__name__
+        expect(f"{unary_name} {tag} {a.dtype}", ours, theirs)
     return problems
 
 
