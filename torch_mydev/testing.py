@@ -32,11 +32,10 @@ from typing import Any
 
 import torch
 
+from torch_mydev._names import DEVICE
 from torch_mydev_rules.layout import is_non_overlapping_and_dense
 
 __all__ = ["Report", "compare"]
-
-DEVICE = "mydev"
 
 
 @dataclass

@@ -31,6 +31,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from torch_mydev_rules.iterator.numbers import number_dtype
+
+from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
+
 __all__ = [
     "ARITHMETIC",
     "COMPARISONS",
@@ -54,23 +58,8 @@ ARITHMETIC = ("add", "mul", "div", "div_trunc", "div_floor")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = ("neg", "abs")
 
-# Lane type and format code (``_elementwise_loops.PLAIN/BOOL/HALF/BFLOAT16``) of each dtype.
-_LANES: dict[torch.dtype, tuple[np.dtype, int]] = {
-    torch.bool: (np.dtype(np.uint8), 1),
-    torch.uint8: (np.dtype(np.uint8), 0),
-    torch.int8: (np.dtype(np.int8), 0),
-    torch.int16: (np.dtype(np.int16), 0),
-    torch.int32: (np.dtype(np.int32), 0),
-    torch.int64: (np.dtype(np.int64), 0),
-    torch.float16: (np.dtype(np.uint16), 2),
-    torch.bfloat16: (np.dtype(np.uint16), 3),
-    torch.float32: (np.dtype(np.float32), 0),
-    torch.float64: (np.dtype(np.float64), 0),
-    torch.complex64: (np.dtype(np.complex64), 0),
-    torch.complex128: (np.dtype(np.complex128), 0),
-}
-SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(_LANES)
-PLAIN = 0  # the format code of a lane that holds its own dtype
+# The one dtype table (``dtypes``): ``element`` is the lane the loops read, ``fmt`` its format.
+_LAYOUTS = {dtype: layout_of(dtype) for dtype in SUPPORTED_DTYPES}
 
 # Dtypes whose lane value is already the compute value (integers widen to int64, float16 and
 # bfloat16 bits widen to float32).
@@ -138,14 +127,14 @@ def prepare_binary(
     """
     _check_dtype(dtype)
     code = ARITHMETIC.index(op)
-    fmt = _LANES[dtype][1]
+    fmt = _LAYOUTS[dtype].fmt
     mid = fmt if dtype in _REDUCED else PLAIN
-    b_lane = _LANES[dtype][0]
+    b_lane = _LAYOUTS[dtype].element
     if scalar_other:
         if dtype not in _REDUCED:
             raise ValueError("scalar_other is only for float16/bfloat16 ops")
         mid, b_lane = PLAIN, np.dtype(np.float32)
-    lanes = (_LANES[dtype][0], _LANES[dtype][0], b_lane)
+    lanes = (_LAYOUTS[dtype].element, _LAYOUTS[dtype].element, b_lane)
     check_zero = op in ("div_trunc", "div_floor") and not (
         dtype.is_floating_point or dtype.is_complex
     )
@@ -168,12 +157,12 @@ def prepare_compare(
     code = COMPARISONS.index(op)
     if dtype.is_complex and code > 1:
         raise ValueError(f"{op} is not defined for complex values")
-    lane = _LANES[dtype][0]
-    lanes = (_LANES[torch.bool][0], lane, lane)
+    lane = _LAYOUTS[dtype].element
+    lanes = (_LAYOUTS[torch.bool].element, lane, lane)
     shape_, lane_strides, units, extents = _lay_out(shape, strides, lanes)
     if not extents[0]:
         return _EMPTY
-    meta = np.array([*units, code, _LANES[dtype][1]], dtype=np.int64)
+    meta = np.array([*units, code, _LAYOUTS[dtype].fmt], dtype=np.int64)
     args = (*_tokens(lanes[:2]), meta, lane_strides, shape_)
     return Prepared(_entry(_load().compare_at, 3, args), args, extents)
 
@@ -187,11 +176,11 @@ def prepare_unary(
     """``unary``'s set-up: output and input of ``dtype``; byte ``strides`` (out, a)."""
     _check_dtype(dtype)
     code = UNARY.index(op)
-    lane = _LANES[dtype][0]
+    lane = _LAYOUTS[dtype].element
     shape_, lane_strides, units, extents = _lay_out(shape, strides, (lane, lane))
     if not extents[0]:
         return _EMPTY
-    meta = np.array([*units, code, _LANES[dtype][1]], dtype=np.int64)
+    meta = np.array([*units, code, _LAYOUTS[dtype].fmt], dtype=np.int64)
     args = (*_tokens((lane,)), meta, lane_strides, shape_)
     return Prepared(_entry(_load().unary_at, 2, args), args, extents)
 
@@ -320,17 +309,12 @@ def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
 
 
 def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torch.dtype]:
-    if isinstance(value, bool):
-        return np.array([value], dtype=np.uint8), torch.bool
-    if isinstance(value, int):
-        if value >= 2**63:  # a uint64 Scalar: through float64 (c10 converts it directly)
-            return np.array([float(value)], dtype=np.float64), torch.float64
-        return np.array([value], dtype=np.int64), torch.int64
-    if isinstance(value, float):
-        return np.array([value], dtype=np.float64), torch.float64
-    if isinstance(value, complex):
-        return np.array([value], dtype=np.complex128), torch.complex128
-    raise TypeError(f"expected a Python number, got {type(value).__name__}")
+    """``value`` as one element of its wrapped-number dtype (``numbers.number_dtype``)."""
+    dtype = number_dtype(value)
+    if dtype == torch.int64 and value >= 2**63:
+        # a uint64 Scalar: through float64 (c10 converts it directly)
+        return np.array([float(value)], dtype=np.float64), torch.float64
+    return np.array([value], dtype=_LAYOUTS[dtype].element), dtype
 
 
 def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) -> np.ndarray:
@@ -344,24 +328,16 @@ def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) 
 def _compute_scalar(value: bool | int | float | complex, dtype: torch.dtype):
     """``value`` as the loops' compute value for ``dtype`` (``Scalar::to<scalar_t>()``)."""
     raw = scalar_bytes(value, dtype)
-    lane = _LANES[dtype][0]
-    if dtype in _REDUCED:
-        bits = int(raw.view(np.uint16)[0])
-        full = bits << 16 if dtype == torch.bfloat16 else _half_bits_to_float32_bits(bits)
-        return np.array([full], dtype=np.uint32).view(np.float32)[0]
+    lane = _LAYOUTS[dtype].element
+    if dtype in _REDUCED:  # widened exactly, by the copy kernel's conversion
+        return _convert(raw, 0, dtype, torch.float32).view(np.float32)[0]
     if dtype in _OWN_COMPUTE:
         return raw.view(lane)[0]
     return np.int64(raw.view(lane)[0])
 
 
-def _half_bits_to_float32_bits(bits: int) -> int:
-    """IEEE float16 bits to float32 bits (numpy's float16 widening is exact)."""
-    value = np.array([bits], dtype=np.uint16).view(np.float16).astype(np.float32)
-    return int(value.view(np.uint32)[0])
-
-
 def _check_dtype(dtype: torch.dtype) -> None:
-    if dtype not in _LANES:
+    if dtype not in _LAYOUTS:
         raise TypeError(f"mydev elementwise kernels do not support dtype {dtype}")
 
 
@@ -424,7 +400,8 @@ def _run(prepared: Prepared, *operands: Operand) -> int:
                 f"the plan reaches byte {op.offset + extent} of a {op.data.shape[0]}-byte buffer"
             )
         address = op.data.ctypes.data + op.offset
-        if address % _LANES.get(op.dtype, (np.dtype(np.uint8),))[0].itemsize:
+        layout = _LAYOUTS.get(op.dtype)
+        if address % (1 if layout is None else layout.element.itemsize):
             if k == 0:
                 raise ValueError("the output is not aligned to its element size")
             aligned = np.empty(max(extent, 1), dtype=np.complex128).view(np.uint8)[:extent]
@@ -454,7 +431,7 @@ _EMPTY = Prepared(_nothing, (), (0, 0, 0))
 _TOKENS = {
     lane: np.zeros(1, lane)
     for lane in {
-        *(lane for lane, _ in _LANES.values()),
+        *(layout.element for layout in _LAYOUTS.values()),
         *_MOVE_LANES.values(),
         np.dtype(np.float32),
     }
@@ -477,7 +454,7 @@ def _lay_out_arrays(
     base = np.zeros(len(operands), dtype=np.int64)
     strides = np.zeros((len(operands), ndim), dtype=np.int64)
     for k, op in enumerate(operands):
-        lane = lanes[k] if k < len(lanes) and lanes[k] is not None else _LANES[op.dtype][0]
+        lane = lanes[k] if k < len(lanes) and lanes[k] is not None else _LAYOUTS[op.dtype].element
         if len(op.strides) != len(shape):
             raise ValueError(f"strides {op.strides} do not match shape {shape}")
         if not (

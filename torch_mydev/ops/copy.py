@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from torch_mydev import _C
+from torch_mydev._names import DEVICE
 from torch_mydev.kernels import copy as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
@@ -38,7 +39,7 @@ _PARTIAL_OVERLAP = (
     "to a single memory location. Please clone() the tensor before performing the operation."
 )
 _COMPLEX_TO_REAL = "Casting complex values to real discards the imaginary part"
-_HOST_DEVICES = ("cpu", "mydev")
+_HOST_DEVICES = ("cpu", DEVICE)
 # The same devices as torch.device objects (PrivateUse1 is mydev under any name).
 _HOST = frozenset((torch.device("cpu"), torch.device("privateuseone", 0)))
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)

@@ -38,6 +38,7 @@ from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.factories import allocate, like_strides
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.cache import LRUCache, cached_build
+from torch_mydev_rules.iterator.numbers import Number, number_dtype
 from torch_mydev_rules.iterator.operands import (
     IteratorConfig,
     OperandSpec,
@@ -56,15 +57,8 @@ from torch_mydev_rules.iterator.promotion import (
     to_real,
 )
 
-Number = bool | int | float | complex
 Arg = torch.Tensor | Number
 
-_NUMBER_DTYPES = {
-    bool: torch.bool,
-    int: torch.int64,
-    float: torch.float64,
-    complex: torch.complex128,
-}
 _REDUCED = (torch.float16, torch.bfloat16)
 _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
@@ -766,7 +760,7 @@ def _plan(
 def _spec(x: Arg) -> OperandSpec:
     if isinstance(x, torch.Tensor):
         return OperandSpec(tuple(x.shape), x.stride(), x.dtype)
-    return OperandSpec((), (), _number_dtype(x), is_scalar=True)
+    return OperandSpec((), (), number_dtype(x), is_scalar=True)
 
 
 def _outputs(
@@ -969,21 +963,14 @@ def _overflows(value: Number, dtype: torch.dtype) -> bool:
 # ---- small helpers -----------------------------------------------------------------------------
 
 
-def _number_dtype(x: Number) -> torch.dtype:
-    try:
-        return _NUMBER_DTYPES[type(x)]
-    except KeyError:
-        raise TypeError(f"expected a tensor or a Python number, got {type(x).__name__}") from None
-
-
 def _arg_dtype(x: Arg) -> torch.dtype:
-    return x.dtype if isinstance(x, torch.Tensor) else _number_dtype(x)
+    return x.dtype if isinstance(x, torch.Tensor) else number_dtype(x)
 
 
 def _dtype_info(x: Arg) -> OperandDtype:
     if isinstance(x, torch.Tensor):
         return OperandDtype(x.dtype, x.dim())
-    return OperandDtype(_number_dtype(x), 0, is_wrapped_number=True)
+    return OperandDtype(number_dtype(x), 0, is_wrapped_number=True)
 
 
 def _where_input(x: Arg, dtype: torch.dtype | None, device: torch.device) -> torch.Tensor:
@@ -995,7 +982,7 @@ def _where_input(x: Arg, dtype: torch.dtype | None, device: torch.device) -> tor
     refuses them).
     """
     if not isinstance(x, torch.Tensor):
-        x = torch.scalar_tensor(x, dtype=_number_dtype(x))
+        x = torch.scalar_tensor(x, dtype=number_dtype(x))
     dtype = dtype or x.dtype
     moves = device.type != "cpu" and x.device != device and x.dim() == 0
     if not moves and x.dtype == dtype:

@@ -19,6 +19,7 @@ import torch
 from torch_mydev_rules import layout
 
 from . import describe
+from .numbers import number_dtype
 from .operands import (
     IteratorConfig,
     OperandSpec,
@@ -97,15 +98,10 @@ def _spec(value: Any, *, is_output: bool = False, is_read_write: bool = False) -
             is_output=is_output,
             is_read_write=is_read_write,
         )
-    if isinstance(value, bool):
-        return OperandSpec((), (), torch.bool, is_scalar=True)
-    if isinstance(value, int):
-        return OperandSpec((), (), torch.int64, is_scalar=True)
-    if isinstance(value, float):
-        return OperandSpec((), (), torch.float64, is_scalar=True)
-    if isinstance(value, complex):
-        return OperandSpec((), (), torch.complex128, is_scalar=True)
-    raise TypeError(f"explain: expected a tensor or a Python number, got {type(value).__name__}")
+    try:
+        return OperandSpec((), (), number_dtype(value), is_scalar=True)
+    except TypeError as error:
+        raise TypeError(f"explain: {error}") from None
 
 
 def _memory_format(value: torch.memory_format | None, default: layout.MemoryFormat):

@@ -1,0 +1,3 @@
+"""Names the device goes by: the one place that spells them (imports nothing)."""
+
+DEVICE = "mydev"  # the device string: torch.device("mydev"), Tensor.mydev(), torch.mydev
