@@ -1,10 +1,14 @@
-// The PrivateUse1 hooks torch asks for (autograd, generators, storage resize) and the
-// default generator: CPU's mt19937 generator, reporting mydev as its device.
+// The PrivateUse1 hooks torch asks for (autograd, generators, devices, pinned memory,
+// storage resize) and the default generators: CPU's mt19937 generator, one per device,
+// reporting mydev:N as its device.
 #include "mydev.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
+
+#include <vector>
 
 namespace mydev {
 namespace {
@@ -27,20 +31,19 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   c10::DeviceIndex deviceCount() const override {
-    return kDeviceCount;
+    return device_count();
   }
 
   c10::DeviceIndex getCurrentDevice() const override {
-    return 0;
+    return current_device();
   }
 
   void setCurrentDevice(c10::DeviceIndex device) const override {
-    check_device_index(device);
+    set_device(device);
   }
 
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
-    check_device_index(device);
-    return 0;
+    return exchange_device(device);
   }
 
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
@@ -52,24 +55,25 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   at::Generator getNewGenerator(c10::DeviceIndex index) const override {
-    check_device_index(index);
-    return at::make_generator<GeneratorImpl>(index < 0 ? 0 : index);
+    return at::make_generator<GeneratorImpl>(resolve_device(index));
   }
 
-  at::Device getDeviceFromPtr(void* /*data*/) const override {
-    return c10::Device(kDeviceType, 0);
+  at::Device getDeviceFromPtr(void* data) const override {
+    const c10::DeviceIndex index = device_of(data);
+    TORCH_CHECK(index >= 0, "mydev: the pointer ", data, " is not mydev memory");
+    return c10::Device(kDeviceType, index);
   }
 
-  bool isPinnedPtr(const void* /*data*/) const override {
-    return false;
+  bool isPinnedPtr(const void* data) const override {
+    return is_pinned(data);
   }
 
   c10::Allocator* getPinnedMemoryAllocator() const override {
-    return c10::GetCPUAllocator();
+    return at::getHostAllocator(kDeviceType);
   }
 
   bool hasPrimaryContext(c10::DeviceIndex index) const override {
-    return index >= 0 && index < kDeviceCount;
+    return index >= 0 && index < device_count();
   }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
@@ -88,10 +92,16 @@ const bool kHooksRegistered = [] {
 } // namespace
 
 const at::Generator& default_generator(c10::DeviceIndex index) {
-  check_device_index(index);
+  const c10::DeviceIndex device = resolve_device(index);
   // Seeded like CPU's default generator (default_rng_seed_val) until manual_seed.
-  static at::Generator generator = at::make_generator<GeneratorImpl>(0);
-  return generator;
+  static const std::vector<at::Generator> generators = [] {
+    std::vector<at::Generator> all;
+    for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
+      all.push_back(at::make_generator<GeneratorImpl>(i));
+    }
+    return all;
+  }();
+  return generators[static_cast<size_t>(device)];
 }
 
 } // namespace mydev

@@ -3,6 +3,7 @@
 #include "mydev.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -16,7 +17,7 @@ at::Tensor empty_strided(
     c10::IntArrayRef strides,
     c10::ScalarType dtype,
     int64_t index) {
-  check_device_index(index);
+  const DeviceScope scope(resolve_device(index));
   TORCH_CHECK(
       sizes.size() == strides.size(),
       "mydev empty_strided: got ",
@@ -30,18 +31,62 @@ at::Tensor empty_strided(
 
 namespace {
 
-pybind11::dict stats_dict() {
-  const MemoryStats s = memory_stats();
+// The allocator's counters of one device, flat and named as torch.cuda.memory_stats
+// (and torch.accelerator.memory_stats) name them.
+pybind11::dict stats_dict(int64_t index) {
+  using c10::CachingAllocator::Stat;
+  using c10::CachingAllocator::StatArray;
+  const c10::CachingDeviceAllocator::DeviceStats s = device_stats(resolve_device(index));
   pybind11::dict d;
-  d["allocated_bytes.all.current"] = s.allocated_bytes_current;
-  d["allocated_bytes.all.peak"] = s.allocated_bytes_peak;
-  d["allocated_bytes.all.allocated"] = s.allocated_bytes_total;
-  d["allocated_bytes.all.freed"] = s.freed_bytes_total;
-  d["allocation.all.current"] = s.blocks_current;
-  d["allocation.all.peak"] = s.blocks_peak;
-  d["allocation.all.allocated"] = s.allocations_total;
-  d["allocation.all.freed"] = s.frees_total;
-  d["reserved_bytes.all.current"] = s.allocated_bytes_current + s.cached_bytes_current;
+  const auto add_stat = [&d](const std::string& prefix, const Stat& stat) {
+    d[pybind11::str(prefix + ".current")] = stat.current;
+    d[pybind11::str(prefix + ".peak")] = stat.peak;
+    d[pybind11::str(prefix + ".allocated")] = stat.allocated;
+    d[pybind11::str(prefix + ".freed")] = stat.freed;
+  };
+  const std::pair<const char*, const StatArray*> arrays[] = {
+      {"allocation", &s.allocation},
+      {"segment", &s.segment},
+      {"active", &s.active},
+      {"inactive_split", &s.inactive_split},
+      {"allocated_bytes", &s.allocated_bytes},
+      {"reserved_bytes", &s.reserved_bytes},
+      {"active_bytes", &s.active_bytes},
+      {"inactive_split_bytes", &s.inactive_split_bytes},
+      {"requested_bytes", &s.requested_bytes}};
+  const char* pools[] = {"all", "small_pool", "large_pool"};
+  for (const auto& [name, array] : arrays) {
+    for (size_t pool = 0; pool < 3; ++pool) {
+      add_stat(std::string(name) + "." + pools[pool], (*array)[pool]);
+    }
+  }
+  add_stat("oversize_allocations", s.oversize_allocations);
+  add_stat("oversize_segments", s.oversize_segments);
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_ooms"] = s.num_ooms;
+  d["num_sync_all_streams"] = s.num_sync_all_streams;
+  d["num_device_alloc"] = s.num_device_alloc;
+  d["num_device_free"] = s.num_device_free;
+  d["max_split_size"] = s.max_split_size;
+  return d;
+}
+
+// The pinned host allocator's counters, named as torch.cuda.host_memory_stats names them.
+pybind11::dict host_stats_dict() {
+  const at::HostStats s = at::getHostAllocator(kDeviceType)->get_stats();
+  pybind11::dict d;
+  const auto add_stat = [&d](const std::string& prefix, const c10::CachingAllocator::Stat& stat) {
+    d[pybind11::str(prefix + ".current")] = stat.current;
+    d[pybind11::str(prefix + ".peak")] = stat.peak;
+    d[pybind11::str(prefix + ".allocated")] = stat.allocated;
+    d[pybind11::str(prefix + ".freed")] = stat.freed;
+  };
+  add_stat("allocations", s.allocations);
+  add_stat("allocated_bytes", s.allocated_bytes);
+  add_stat("active_requests", s.active_requests);
+  add_stat("active_bytes", s.active_bytes);
+  d["num_host_alloc"] = s.num_host_alloc;
+  d["num_host_free"] = s.num_host_free;
   return d;
 }
 
@@ -206,16 +251,47 @@ PyMethodDef kFastMethods[] = {
 } // namespace mydev
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  if (!mydev::device_count_error().empty()) {
+    throw std::runtime_error("torch_mydev: " + mydev::device_count_error());
+  }
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;
-  m.def("_memory_stats", &mydev::stats_dict, "Allocator counters, torch.cuda names");
-  m.def("_reset_peak_memory_stats", &mydev::reset_peak_memory_stats);
-  m.def("_empty_cache", &mydev::empty_cache, "Free the blocks kept for reuse");
-  m.def("_device_count", [] { return static_cast<int>(mydev::kDeviceCount); });
+  m.def("_memory_stats", &mydev::stats_dict, pybind11::arg("index") = -1,
+        "Allocator counters of one device, torch.cuda.memory_stats names");
+  m.def("_reset_peak_memory_stats", [](int64_t index) {
+    mydev::reset_peak_memory_stats(mydev::resolve_device(index));
+  });
+  m.def("_reset_accumulated_memory_stats", [](int64_t index) {
+    mydev::reset_accumulated_memory_stats(mydev::resolve_device(index));
+  });
+  m.def("_empty_cache", &mydev::empty_cache, "Free the blocks kept for reuse (all devices)");
+  m.def("_mem_get_info", [](int64_t index) {
+    mydev::check_device_index(index);
+    return mydev::host_memory_info();
+  }, "(free, total) bytes of host memory");
+  m.def("_host_memory_stats", &mydev::host_stats_dict, "Pinned host allocator counters");
+  m.def("_reset_host_peak_memory_stats", [] {
+    at::getHostAllocator(mydev::kDeviceType)->reset_peak_stats();
+  });
+  m.def("_device_count", [] { return static_cast<int>(mydev::device_count()); });
   m.def("_check_device", [](int64_t index) { mydev::check_device_index(index); });
+  m.def("_current_device", [] { return static_cast<int>(mydev::current_device()); });
+  m.def("_set_device", [](int64_t index) {
+    mydev::set_device(mydev::resolve_device(index));
+  });
+  // As torch.cuda._exchange_device: a negative index changes nothing and returns -1.
+  m.def("_exchange_device", [](int64_t index) {
+    if (index < 0) {
+      return -1;
+    }
+    return static_cast<int>(mydev::exchange_device(mydev::resolve_device(index)));
+  });
+  m.def("_is_pinned_ptr", [](uintptr_t ptr) {
+    return mydev::is_pinned(reinterpret_cast<const void*>(ptr));
+  });
   m.def(
       "_cpu_alias",
       &mydev::cpu_alias,

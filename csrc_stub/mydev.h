@@ -1,47 +1,79 @@
-// Shared declarations of the mydev runtime: one host allocator with statistics,
-// one device (index 0), and the hooks torch asks a PrivateUse1 backend for.
+// Shared declarations of the mydev runtime: one host allocator with per-device statistics,
+// TORCH_MYDEV_DEVICE_COUNT devices (default 2) with a current device and current streams
+// per thread, pinned host memory, and the hooks torch asks a PrivateUse1 backend for.
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
 namespace mydev {
 
 constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
-constexpr c10::DeviceIndex kDeviceCount = 1;
+// Upper bound of TORCH_MYDEV_DEVICE_COUNT: per-device tables are fixed arrays of this size.
+constexpr c10::DeviceIndex kMaxDevices = 16;
+constexpr c10::DeviceIndex kDefaultDeviceCount = 2;
 // Blocks of at least this many bytes are advised transparent huge pages (allocator.cpp).
 constexpr size_t kHugePageMinBytes = size_t{4} << 20;
 
-// Snapshot of the allocator's counters (names follow torch.cuda.memory_stats).
-struct MemoryStats {
-  int64_t allocated_bytes_current = 0;
-  int64_t allocated_bytes_peak = 0;
-  int64_t allocated_bytes_total = 0;
-  int64_t freed_bytes_total = 0;
-  int64_t blocks_current = 0;
-  int64_t blocks_peak = 0;
-  int64_t allocations_total = 0;
-  int64_t frees_total = 0;
-  int64_t cached_bytes_current = 0; // freed blocks kept for reuse
+// --- devices (device.cpp) ---------------------------------------------------------------
+// Number of devices: TORCH_MYDEV_DEVICE_COUNT read once, on first use (default 2).
+c10::DeviceIndex device_count() noexcept;
+// Why TORCH_MYDEV_DEVICE_COUNT was rejected, or "" when it is valid (the module's import
+// raises with this message; device_count() is then 1).
+const std::string& device_count_error();
+// Raises the RuntimeError CUDA raises for a bad ordinal when `index` is not a mydev device
+// (-1, "the current device", is accepted).
+void check_device_index(int64_t index);
+// `index`, or the current device when it is -1; checked.
+c10::DeviceIndex resolve_device(int64_t index);
+// The calling thread's current device (as cudaGetDevice, it is per thread).
+c10::DeviceIndex current_device() noexcept;
+void set_device(c10::DeviceIndex index);
+// Sets the current device and returns the previous one.
+c10::DeviceIndex exchange_device(c10::DeviceIndex index);
+
+// Makes `index` the current device for one scope (the allocator allocates on it).
+class DeviceScope {
+ public:
+  explicit DeviceScope(c10::DeviceIndex index) : previous_(exchange_device(index)) {}
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  c10::DeviceIndex previous_;
 };
 
-c10::Allocator* allocator();
-MemoryStats memory_stats();
-void reset_peak_memory_stats();
-// Frees the blocks kept for reuse (torch.cuda.empty_cache's job).
+// --- device memory (allocator.cpp) ------------------------------------------------------
+c10::DeviceAllocator* allocator();
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex index);
+void reset_peak_memory_stats(c10::DeviceIndex index);
+void reset_accumulated_memory_stats(c10::DeviceIndex index);
+// Frees the blocks kept for reuse on every device (torch.cuda.empty_cache's job).
 void empty_cache();
+// The device a live block from the allocator belongs to, or -1.
+c10::DeviceIndex device_of(const void* ptr);
+// (free, total) bytes of host memory: MemAvailable / MemTotal of /proc/meminfo, else
+// sysconf's available and physical pages.
+std::pair<size_t, size_t> host_memory_info();
 
-// Raises the RuntimeError CUDA raises for a bad ordinal when `index` is not a mydev device.
-void check_device_index(int64_t index);
+// --- pinned host memory (pinned.cpp) ----------------------------------------------------
+// True when `ptr` points into a live block of the pinned host allocator.
+bool is_pinned(const void* ptr);
 
+// --- generators (hooks.cpp) -------------------------------------------------------------
 const at::Generator& default_generator(c10::DeviceIndex index);
 
-// The one allocation primitive: a strided tensor on mydev, storage sized as ATen's
-// computeStorageNbytes (overflow and negative sizes raise RuntimeError).
+// The one allocation primitive: a strided tensor on mydev:`index` (-1: the current
+// device), storage sized as ATen's computeStorageNbytes (overflow and negative sizes raise
+// RuntimeError).
 at::Tensor empty_strided(
     c10::IntArrayRef sizes,
     c10::IntArrayRef strides,

@@ -8,59 +8,32 @@ from typing import Any
 
 import torch
 
-from torch_mydev import _C
+from torch_mydev import _C, streams
+from torch_mydev.devices import (
+    DeviceLike,
+    _exchange_device,
+    _maybe_exchange_device,
+    current_device,
+    device_count,
+    index_of,
+    is_available,
+    set_device,
+)
 
-_DeviceLike = torch.device | str | int | None
-
-
-def _index(device: _DeviceLike) -> int:
-    """The device index `device` names; RuntimeError for another device type or ordinal."""
-    if device is None:
-        return 0
-    if isinstance(device, int):
-        index = device
-    else:
-        device = torch.device(device)
-        if device.type != torch._C._get_privateuse1_backend_name():
-            raise ValueError(f"expected a mydev device, got {device}")
-        index = 0 if device.index is None else device.index
-    _C._check_device(index)
-    return index
-
-
-def is_available() -> bool:
-    """Whether mydev can be used: always, it is host memory."""
-    return True
-
-
-def device_count() -> int:
-    """Number of mydev devices (one)."""
-    return _C._device_count()
-
-
-def current_device() -> int:
-    """Index of the current mydev device (always 0)."""
-    return 0
-
-
-def set_device(device: _DeviceLike) -> None:
-    """Select the current device; only mydev:0 exists, any other ordinal raises."""
-    _index(device)
-
-
-def synchronize(device: _DeviceLike = None) -> None:
-    """Wait for all kernels on `device`: they run synchronously, so this only validates it."""
-    _index(device)
+_DeviceLike = DeviceLike
+_index = index_of
 
 
 def memory_stats(device: _DeviceLike = None) -> dict[str, int]:
-    """Allocator counters, keyed as ``torch.cuda.memory_stats``."""
-    _index(device)
-    return dict(sorted(_C._memory_stats().items()))
+    """Allocator counters of `device`, keyed as ``torch.cuda.memory_stats`` keys them.
+
+    The same numbers as ``torch.accelerator.memory_stats``: each device has its own.
+    """
+    return dict(sorted(_C._memory_stats(_index(device)).items()))
 
 
 def memory_allocated(device: _DeviceLike = None) -> int:
-    """Bytes currently held by live mydev storages."""
+    """Bytes currently held by live storages on `device`."""
     return memory_stats(device)["allocated_bytes.all.current"]
 
 
@@ -70,28 +43,57 @@ def max_memory_allocated(device: _DeviceLike = None) -> int:
 
 
 def memory_reserved(device: _DeviceLike = None) -> int:
-    """Bytes held by the allocator: live storages plus freed large blocks kept for reuse."""
+    """Bytes held by the allocator for `device`: live storages plus freed large blocks kept
+    for reuse."""
     return memory_stats(device)["reserved_bytes.all.current"]
 
 
+def max_memory_reserved(device: _DeviceLike = None) -> int:
+    """Peak of `memory_reserved` since start or the last `reset_peak_memory_stats`."""
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
 def empty_cache() -> None:
-    """Return the freed blocks the allocator keeps for reuse to the system."""
+    """Return the freed blocks the allocator keeps for reuse (every device's) to the system."""
     _C._empty_cache()
 
 
 def reset_peak_memory_stats(device: _DeviceLike = None) -> None:
-    """Set the peak counters to the current values."""
-    _index(device)
-    _C._reset_peak_memory_stats()
+    """Set the peak counters of `device` to the current values."""
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def reset_accumulated_memory_stats(device: _DeviceLike = None) -> None:
+    """Zero the allocated/freed totals of `device` (``torch.cuda``'s function of that name)."""
+    _C._reset_accumulated_memory_stats(_index(device))
+
+
+def mem_get_info(device: _DeviceLike = None) -> tuple[int, int]:
+    """(free, total) bytes for `device` (``torch.cuda.mem_get_info``).
+
+    mydev memory is host memory, shared by every device: free is ``MemAvailable`` and total
+    ``MemTotal`` of ``/proc/meminfo`` (sysconf's available and physical pages elsewhere).
+    """
+    return _C._mem_get_info(_index(device))
+
+
+def host_memory_stats() -> dict[str, int]:
+    """Counters of the pinned host allocator (``torch.cuda.host_memory_stats`` keys)."""
+    return dict(sorted(_C._host_memory_stats().items()))
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Set the pinned allocator's peaks to the current values."""
+    _C._reset_host_peak_memory_stats()
 
 
 def default_generator(device: _DeviceLike = None) -> torch.Generator:
-    """The default random generator of `device`."""
+    """The default random generator of `device` (each device has its own)."""
     return _C._default_generator(_index(device))
 
 
 def manual_seed(seed: int, device: _DeviceLike = None) -> None:
-    """Seed the default generator of `device`."""
+    """Seed the default generator of `device` (the current device by default)."""
     default_generator(device).manual_seed(int(seed))
 
 
@@ -131,13 +133,27 @@ _PUBLIC = (
     device_count,
     current_device,
     set_device,
-    synchronize,
+    _exchange_device,
+    _maybe_exchange_device,
+    streams.synchronize,
+    streams.current_stream,
+    streams.default_stream,
+    streams.set_stream,
+    streams.stream,
+    streams.Stream,
+    streams.Event,
+    streams.StreamContext,
     memory_stats,
     memory_allocated,
     max_memory_allocated,
     memory_reserved,
+    max_memory_reserved,
     empty_cache,
     reset_peak_memory_stats,
+    reset_accumulated_memory_stats,
+    mem_get_info,
+    host_memory_stats,
+    reset_peak_host_memory_stats,
     default_generator,
     manual_seed,
     manual_seed_all,

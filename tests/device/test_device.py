@@ -10,7 +10,7 @@ import torch
 
 def test_module_functions():
     assert torch.mydev.is_available()
-    assert torch.mydev.device_count() == 1
+    assert torch.mydev.device_count() == int(os.environ.get("TORCH_MYDEV_DEVICE_COUNT", "2"))
     assert torch.mydev.current_device() == 0
     torch.mydev.set_device(0)
     torch.mydev.set_device("mydev:0")
@@ -18,7 +18,7 @@ def test_module_functions():
     assert torch._C._get_privateuse1_backend_name() == "mydev"
 
 
-@pytest.mark.parametrize("bad", [1, "mydev:1", torch.device("mydev", 3)])
+@pytest.mark.parametrize("bad", [16, "mydev:16", torch.device("mydev", 17)])
 def test_bad_ordinal_is_a_runtime_error(bad):
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         torch.mydev.set_device(bad)
@@ -89,11 +89,12 @@ def test_bad_sizes_raise_like_cpu(make):
     assert isinstance(_raises_like_cpu(make), RuntimeError)
 
 
-def test_device_ordinal_one_raises():
+def test_device_ordinal_past_the_count_raises():
+    bad = f"mydev:{torch.mydev.device_count()}"
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
-        torch.empty(3, device="mydev:1")
+        torch.empty(3, device=bad)
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
-        torch.UntypedStorage(8, device="mydev:1")
+        torch.UntypedStorage(8, device=bad)
 
 
 def test_manual_seed_reaches_mydev_generator():
