@@ -21,9 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torch_mydev.kernels import copy as kcopy
+from torch_mydev.kernels import copy_loops
 
 from .strategies import dtypes, layouts, sizes
-from .truth import Layout, make_values, run_case
+from .truth import Layout, copy_bytes, make_values, run_case
 
 
 @given(data=st.data())
@@ -81,7 +82,7 @@ def test_contiguous_copies() -> None:
     buf = np.arange(256, dtype=np.uint8)
     want = buf.copy()
     want[8:200] = want[4:196].copy()
-    kcopy.copy_strided(buf, 8, torch.int32, buf, 4, torch.int32, (48,), (4,), (4,))
+    copy_bytes(buf, 8, torch.int32, buf, 4, torch.int32, (48,), (4,), (4,))
     assert np.array_equal(buf, want)
 
 
@@ -123,8 +124,8 @@ def test_large_strided_runs_in_parallel(dtype: torch.dtype) -> None:
 
 def test_forked_child_copies_serially(monkeypatch: pytest.MonkeyPatch) -> None:
     """A process other than the one that went parallel first (a fork) stays serial."""
-    monkeypatch.setattr(kcopy, "_parallel_pid", -1)
-    assert not kcopy._parallel_allowed(1 << 20)
+    monkeypatch.setattr(copy_loops, "_parallel_pid", -1)
+    assert not copy_loops.parallel_allowed(1 << 20)
     rng = np.random.default_rng(4)
     values = make_values(torch.float32, torch.float32, 2 * 512 * 300, rng)
     run_case(
@@ -146,15 +147,15 @@ def test_scalar_and_empty() -> None:
     run_case(values, Layout((), (), 2), torch.int64, Layout((), (), 1), rng)
     run_case(values, Layout((3, 0), (1, 1), 0), torch.int64, Layout((3, 0), (1, 1), 0), rng)
     dst = np.full(8, 9, np.uint8)
-    kcopy.copy_strided(dst, 0, torch.int32, np.zeros(0, np.uint8), 0, torch.int32, (0,), (4,), (4,))
+    copy_bytes(dst, 0, torch.int32, np.zeros(0, np.uint8), 0, torch.int32, (0,), (4,), (4,))
     assert (dst == 9).all()
 
 
 def test_same_memory_same_layout_is_a_no_op() -> None:
     """dst and src the same bytes and strides: nothing moves (Copy.cpp's same-data exit)."""
     buf = np.arange(64, dtype=np.uint8)
-    kcopy.copy_strided(buf, 8, torch.int16, buf, 8, torch.int16, (4, 3), (4, 16), (4, 16))
-    kcopy.copy_strided(buf, 0, torch.int32, buf, 0, torch.int32, (16,), (4,), (4,))
+    copy_bytes(buf, 8, torch.int16, buf, 8, torch.int16, (4, 3), (4, 16), (4, 16))
+    copy_bytes(buf, 0, torch.int32, buf, 0, torch.int32, (16,), (4,), (4,))
     assert np.array_equal(buf, np.arange(64, dtype=np.uint8))
 
 
@@ -197,9 +198,7 @@ def test_unaligned_elements_move_in_smaller_units(
     dst = rng.integers(0, 256, 4096, dtype=np.uint8)
     want = dst.copy()
     dtype = {2: torch.int16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}[itemsize]
-    kcopy.copy_strided(
-        dst, dst_offset, dtype, src, src_offset, dtype, shape, dst_strides, src_strides
-    )
+    copy_bytes(dst, dst_offset, dtype, src, src_offset, dtype, shape, dst_strides, src_strides)
     _reference(want, dst_offset, src, src_offset, itemsize, shape, dst_strides, src_strides)
     assert np.array_equal(dst, want)
 
@@ -209,21 +208,21 @@ def test_bad_plans_are_refused() -> None:
     buf = np.zeros(64, np.uint8)
     args = (torch.float32, buf, 0, torch.float32)
     with pytest.raises(IndexError):
-        kcopy.copy_strided(buf, 0, *args, (17,), (4,), (4,))
+        copy_bytes(buf, 0, *args, (17,), (4,), (4,))
     with pytest.raises(IndexError):
-        kcopy.copy_strided(buf, 0, *args, (4, 4), (4, 16), (4, 20))
+        copy_bytes(buf, 0, *args, (4, 4), (4, 16), (4, 20))
     with pytest.raises(ValueError, match="same length"):
-        kcopy.copy_strided(buf, 0, *args, (4,), (4, 4), (4,))
+        copy_bytes(buf, 0, *args, (4,), (4, 4), (4,))
     with pytest.raises(ValueError, match="negative"):
-        kcopy.copy_strided(buf, 0, *args, (4,), (-4,), (4,))
+        copy_bytes(buf, 0, *args, (4,), (-4,), (4,))
     with pytest.raises(TypeError, match="uint8"):
-        kcopy.copy_strided(buf.view(np.float32), 0, *args, (4,), (4,), (4,))
+        copy_bytes(buf.view(np.float32), 0, *args, (4,), (4,), (4,))
     with pytest.raises(TypeError, match="dtype"):
-        kcopy.copy_strided(buf, 0, torch.float8_e4m3fn, buf, 0, torch.float32, (4,), (1,), (4,))
+        copy_bytes(buf, 0, torch.float8_e4m3fn, buf, 0, torch.float32, (4,), (1,), (4,))
     readonly = buf.copy()
     readonly.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
-        kcopy.copy_strided(readonly, 0, *args, (4,), (4,), (4,))
+        copy_bytes(readonly, 0, *args, (4,), (4,), (4,))
 
 
 def _run_python(code: str) -> str:
@@ -248,8 +247,9 @@ def test_import_is_lazy_and_compiled_code_is_cached() -> None:
         from torch_mydev.kernels import copy as kcopy
         assert "numba" not in sys.modules, "importing the kernels imported numba"
         buf = np.zeros(4096, np.uint8)
-        kcopy.copy_strided(buf, 0, torch.float32, buf, 2048, torch.int16, (20, 10),
-                           (4, 80), (40, 4))
+        from torch_mydev.kernels.operand import Operand
+        kcopy.copy_strided(Operand(buf, 0, torch.float32, (4, 80)),
+                           Operand(buf, 2048, torch.int16, (40, 4)), (20, 10))
         from torch_mydev.kernels import _strided, _convert
         misses = sum(sum(f.stats.cache_misses.values()) for f in
                      (_strided.copy_range, _convert.read_integral, _convert.write_floating))

@@ -17,6 +17,7 @@ import torch
 from layout.strategies import DEVICE_DTYPES
 
 from torch_mydev.kernels import copy as kcopy
+from torch_mydev.kernels.operand import Operand
 
 DTYPES = DEVICE_DTYPES
 INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -66,6 +67,25 @@ def iteration_order(sizes: Sequence[int], strides: Sequence[int]) -> list[int]:
     return sorted(range(len(sizes)), key=lambda d: (sizes[d] == 1, strides[d]))
 
 
+def copy_bytes(
+    dst: np.ndarray,
+    dst_offset: int,
+    dst_dtype: torch.dtype,
+    src: np.ndarray,
+    src_offset: int,
+    src_dtype: torch.dtype,
+    shape: Sequence[int],
+    dst_strides: Sequence[int],
+    src_strides: Sequence[int],
+) -> None:
+    """``kcopy.copy_strided`` with each operand's parts spelled out (the tests' shorthand)."""
+    kcopy.copy_strided(
+        Operand(dst, dst_offset, dst_dtype, tuple(dst_strides)),
+        Operand(src, src_offset, src_dtype, tuple(src_strides)),
+        tuple(shape),
+    )
+
+
 def kernel_copy(dst: torch.Tensor, src: torch.Tensor, order: Sequence[int] | None = None) -> None:
     """``dst.copy_(src)`` by ``copy_strided``; dims go fastest-first as ``order`` says.
 
@@ -73,7 +93,7 @@ def kernel_copy(dst: torch.Tensor, src: torch.Tensor, order: Sequence[int] | Non
     must already have ``dst``'s shape (broadcast dims with stride 0).
     """
     dims = iteration_order(dst.shape, dst.stride()) if order is None else list(order)
-    kcopy.copy_strided(
+    copy_bytes(
         storage_bytes(dst),
         dst.storage_offset() * dst.element_size(),
         dst.dtype,

@@ -12,16 +12,16 @@ import pytest
 import torch
 
 from ops.helpers import same_bits
-from torch_mydev.ops import elementwise
+from torch_mydev.ops import elementwise_general
 
 
 def _general_path_forbidden(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the general path ran for a cached call signature")
 
-    monkeypatch.setattr(elementwise, "_general_arithmetic", refuse)
-    monkeypatch.setattr(elementwise, "_general_compare", refuse)
-    monkeypatch.setattr(elementwise, "_general_unary", refuse)
+    monkeypatch.setattr(elementwise_general, "general_arithmetic", refuse)
+    monkeypatch.setattr(elementwise_general, "general_compare", refuse)
+    monkeypatch.setattr(elementwise_general, "general_unary", refuse)
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ import torch
 from torch_mydev_rules.iterator.numbers import number_dtype
 
 from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
+from .operand import Operand
 
 __all__ = [
     "ARITHMETIC",
@@ -85,15 +86,6 @@ def _load() -> ModuleType:
 
         (_loops,) = load_numba_modules("_elementwise_loops")
     return _loops
-
-
-class Operand(NamedTuple):
-    """One operand of a planned iteration, as bytes (see the module docstring)."""
-
-    data: np.ndarray
-    offset: int
-    dtype: torch.dtype
-    strides: tuple[int, ...]
 
 
 class Prepared(NamedTuple):
@@ -321,7 +313,7 @@ def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) 
     from .copy import copy_strided
 
     out = np.zeros(dst.itemsize, dtype=np.uint8)
-    copy_strided(out, 0, dst, data, offset, src, (), (), ())
+    copy_strided(Operand(out, 0, dst, ()), Operand(data, offset, src, ()), ())
     return out
 
 

@@ -247,15 +247,9 @@ def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
     """Move the bytes ``plan`` describes from ``src`` into ``dst`` with the numba kernel."""
     dst_strides, src_strides = plan.coalesced_stride_bytes
     kernels.copy_strided(
-        storage_bytes(dst),
-        byte_offset(dst),
-        dst.dtype,
-        storage_bytes(src),
-        byte_offset(src),
-        src.dtype,
+        kernels.Operand(storage_bytes(dst), byte_offset(dst), dst.dtype, dst_strides),
+        kernels.Operand(storage_bytes(src), byte_offset(src), src.dtype, src_strides),
         plan.coalesced_shape,
-        dst_strides,
-        src_strides,
     )
 
 

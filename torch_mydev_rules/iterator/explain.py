@@ -19,17 +19,9 @@ import torch
 from torch_mydev_rules import layout
 
 from . import describe
+from .families import FAMILIES, iterator_config
 from .numbers import number_dtype
-from .operands import (
-    IteratorConfig,
-    OperandSpec,
-    binary_float_op_config,
-    binary_op_config,
-    comparison_op_config,
-    copy_config,
-    unary_float_op_config,
-    unary_op_config,
-)
+from .operands import OperandSpec, copy_config
 from .plan import Plan, build
 
 __all__ = ["Report", "explain"]
@@ -114,15 +106,10 @@ def _format_name(fmt: layout.MemoryFormat) -> str:
     return fmt.value
 
 
-# Which TensorIterator builder each supported torch function uses, by function name.
-_BINARY = ("add", "sub", "subtract", "mul", "multiply")
-_DIVISION = ("div", "divide", "true_divide")
-_COMPARISON = (
-    "eq", "ne", "lt", "le", "gt", "ge",
-    "not_equal", "less", "less_equal", "greater", "greater_equal",
-)  # fmt: skip
-_UNARY = ("neg", "negative")
-_UNARY_FLOAT = ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid")
+# The families whose ops explain plans as one TensorIterator build (``families.FAMILIES``:
+# the same table the device's ops read, so explain and the device cannot disagree).
+_ELEMENTWISE = ("binary", "division", "floor_divide", "comparison", "unary", "unary_float")
+_KNOWN = tuple(name for family in _ELEMENTWISE for name in FAMILIES[family].names)
 _OPERATOR = {
     operator.add: "add",
     operator.sub: "sub",
@@ -134,7 +121,9 @@ _OPERATOR = {
     operator.le: "le",
     operator.gt: "gt",
     operator.ge: "ge",
+    operator.floordiv: "floor_divide",
     operator.neg: "neg",
+    operator.abs: "abs",
 }
 
 
@@ -143,8 +132,7 @@ def _op_name(op: Callable[..., Any]) -> tuple[str, bool]:
     if op in _OPERATOR:
         return _OPERATOR[op], False
     name = getattr(op, "__name__", None)
-    known = (*_BINARY, *_DIVISION, *_COMPARISON, *_UNARY, *_UNARY_FLOAT)
-    for candidate in known:
+    for candidate in _KNOWN:
         for owner in (torch, torch.Tensor):
             if getattr(owner, candidate, None) is op:
                 return candidate, False
@@ -152,22 +140,6 @@ def _op_name(op: Callable[..., Any]) -> tuple[str, bool]:
         if inplace is not None and inplace is op:
             return candidate, True
     raise NotImplementedError(f"explain does not know the op {name or op!r}")
-
-
-def _elementwise_config(name: str, kwargs: dict[str, Any], out: Any) -> IteratorConfig:
-    """The TensorIterator config ATen builds for ``name`` with these keyword arguments."""
-    default = torch.get_default_dtype()
-    if name in _BINARY:
-        return binary_op_config(default_dtype=default)
-    if name in _DIVISION:
-        if kwargs.get("rounding_mode") is None:
-            return binary_float_op_config(default_dtype=default)
-        return binary_op_config(default_dtype=default)
-    if name in _COMPARISON:
-        return comparison_op_config(None if out is None else out.dtype, default_dtype=default)
-    if name in _UNARY:
-        return unary_op_config()
-    return unary_float_op_config(default_dtype=default)
 
 
 def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Report:
@@ -178,7 +150,12 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
     if unknown:
         raise TypeError(f"explain({name}) got unexpected keyword arguments {sorted(unknown)}")
     out = args[0] if inplace else kwargs.get("out")
-    config = _elementwise_config(name, kwargs, out)
+    config = iterator_config(
+        name,
+        rounding_mode=kwargs.get("rounding_mode"),
+        out_dtype=None if out is None else out.dtype,
+        default_dtype=torch.get_default_dtype(),
+    )
     inputs = [_spec(a) for a in args]
     if inplace:
         output = _spec(args[0], is_output=True, is_read_write=True)

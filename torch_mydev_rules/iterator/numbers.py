@@ -9,9 +9,11 @@ this one table.
 
 from __future__ import annotations
 
+import struct
+
 import torch
 
-__all__ = ["NUMBER_DTYPES", "Number", "number_dtype"]
+__all__ = ["NUMBER_DTYPES", "Number", "number_dtype", "number_key"]
 
 Number = bool | int | float | complex
 
@@ -36,3 +38,24 @@ def number_dtype(value: object) -> torch.dtype:
         if isinstance(value, kind):
             return dtype
     raise TypeError(f"expected a tensor or a Python number, got {type(value).__name__}")
+
+
+def number_key(value: Number) -> tuple:
+    """A cache key for a Python number, equal to another's exactly when both have the same
+    type and the same value bits.
+
+    ``==`` confuses ``1``, ``1.0`` and ``True`` (the type tells them apart), ``0.0`` and
+    ``-0.0``, and finds no NaN equal to itself: floats and complex numbers with a zero or NaN
+    part are keyed by their IEEE bytes instead; every other number by itself (cheaper, and
+    the common case).
+    """
+    kind = type(value)
+    if kind is float:
+        if value == value and value != 0:
+            return (kind, value)
+        return (kind, struct.pack("<d", value))
+    if kind is complex:
+        if value == value and value.real != 0 and value.imag != 0:
+            return (kind, value)
+        return (kind, struct.pack("<dd", value.real, value.imag))
+    return (kind, value)

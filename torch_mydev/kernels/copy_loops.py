@@ -1,0 +1,355 @@
+"""Decides the loop of a same-dtype copy: plan normalisation, unit, tiled or DimCounter, threads.
+
+Shared by ``copy.copy_strided`` (any buffers) and ``copy_prepared.PreparedCopy`` (one layout,
+many calls): ``check_plan`` and ``coalesce`` normalise a plan, ``unit`` picks the widest
+element unit, ``plan_loop`` chooses the tiled or the DimCounter loop, ``run_loop`` runs it
+(in parallel from ``PARALLEL_MIN_NUMEL`` elements), ``memmove`` moves one byte range. The
+constants are measured on this machine; see ``copy``'s docstring for the whole copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from .dtypes import layout_of
+from .operand import Operand
+
+# Below this many elements a copy runs serially: a numba parallel launch costs tens of
+# microseconds, and on this machine (2 cores) a strided gather only gains from 16K elements.
+PARALLEL_MIN_NUMEL = 1 << 16
+# A contiguous copy of at least this many bytes runs on the parallel loop instead of numpy's
+# single-threaded copy: measured crossover between 8 MiB (numpy ahead) and 32 MiB (2 threads
+# ahead by 1.7x) on this machine.
+PARALLEL_MEMMOVE_MIN_BYTES = 1 << 24
+# Tile side, in elements, of the transposed copy: 32..128 measured within noise of each other
+# for a 4096 x 4096 float32 transpose (8 and 16 clearly slower, 256 falls out of cache).
+TILE = 64
+# The tiled path needs both transposed dims at least this long and this many elements; a
+# smaller transpose fits in cache and the DimCounter loop is as fast.
+TILE_MIN_SIDE = 16
+TILE_MIN_NUMEL = 1 << 14
+# Elements per cast chunk: the canonical chunk (up to 16 bytes an element) stays in L2.
+CAST_CHUNK = 1 << 15
+
+UNIT_LANES = {
+    8: np.dtype(np.uint64),
+    4: np.dtype(np.uint32),
+    2: np.dtype(np.uint16),
+    1: np.dtype(np.uint8),
+}
+
+_loops: ModuleType | None = None
+_parallel_lock = threading.Lock()
+_parallel_pid: int | None = None
+
+
+def load_strided() -> ModuleType:
+    """The numba module of the strided loops, imported on the first copy."""
+    global _loops
+    if _loops is None:
+        from . import load_numba_modules
+
+        (_loops,) = load_numba_modules("_strided")
+    return _loops
+
+
+def check_plan(
+    shape: tuple[int, ...], dst_strides: tuple[int, ...], src_strides: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The plan as int tuples; ``ValueError`` when the lengths differ or a size is negative."""
+    shape = tuple(int(n) for n in shape)
+    dst_strides = tuple(int(s) for s in dst_strides)
+    src_strides = tuple(int(s) for s in src_strides)
+    if not len(shape) == len(dst_strides) == len(src_strides):
+        raise ValueError(
+            f"shape {shape}, dst_strides {dst_strides} and src_strides {src_strides} "
+            "must have the same length"
+        )
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative size in shape {shape}")
+    return shape, dst_strides, src_strides
+
+
+# Arrays of each unit type, for the loops over raw addresses to read the type from.
+LANE_TOKENS = {unit: np.zeros(1, lane) for unit, lane in UNIT_LANES.items()}
+_LANE_CTYPES = {8: ctypes.c_uint64, 4: ctypes.c_uint32, 2: ctypes.c_uint16, 1: ctypes.c_uint8}
+
+
+def entry_of(kernel, *args: object) -> Callable:
+    from ._entry import entry_point  # imports numba
+
+    return entry_point(kernel, *args)
+
+
+def lanes_at(address: int, nbytes: int, unit: int) -> np.ndarray:
+    """The whole units of ``nbytes`` host bytes at ``address`` as a 1-D numpy array (no copy)."""
+    count = nbytes // unit
+    return np.frombuffer((_LANE_CTYPES[unit] * count).from_address(address), UNIT_LANES[unit])
+
+
+def coalesce(
+    shape: tuple[int, ...], dst_strides: tuple[int, ...], src_strides: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Drop size-1 dims and merge neighbours that step as one (``coalesce_dimensions``)."""
+    dims = [(n, d, s) for n, d, s in zip(shape, dst_strides, src_strides, strict=True) if n != 1]
+    merged: list[tuple[int, int, int]] = []
+    for n, d, s in dims:
+        if merged:
+            pn, pd, ps = merged[-1]
+            if pn * pd == d and pn * ps == s:
+                merged[-1] = (pn * n, pd, ps)
+                continue
+        merged.append((n, d, s))
+    return (
+        tuple(m[0] for m in merged),
+        tuple(m[1] for m in merged),
+        tuple(m[2] for m in merged),
+    )
+
+
+def check_buffer(name: str, buf: np.ndarray, writable: bool) -> None:
+    if not isinstance(buf, np.ndarray) or buf.dtype != np.uint8 or buf.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D numpy uint8 array, got {type(buf).__name__}")
+    if not buf.flags.c_contiguous:
+        raise ValueError(f"{name} must be contiguous")
+    if writable and not buf.flags.writeable:
+        raise ValueError(f"{name} is read-only")
+
+
+def check_extent(
+    name: str,
+    buf: np.ndarray,
+    offset: int,
+    itemsize: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+) -> None:
+    """Every element must lie inside the buffer: the loops do not bounds-check."""
+    if offset < 0 or any(s < 0 for s in strides):
+        raise ValueError(f"{name}: negative offset or stride ({offset}, {strides})")
+    last = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + itemsize
+    if last > buf.shape[0]:
+        raise IndexError(
+            f"{name}: the plan reaches byte {last} but the buffer holds {buf.shape[0]} bytes"
+        )
+
+
+def unit_of(itemsize: int, *values: int) -> int:
+    """The widest of 8/4/2/1 bytes dividing the itemsize and every offset, stride, address."""
+    g = itemsize
+    for v in values:
+        g = math.gcd(g, v)
+    return min(8, g & -g)
+
+
+def units_of(buf: np.ndarray, unit: int) -> np.ndarray:
+    """View a byte buffer as unit lanes (a trailing partial unit holds no whole element)."""
+    return buf[: buf.shape[0] - buf.shape[0] % unit].view(UNIT_LANES[unit])
+
+
+def transposed(
+    shape: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    itemsize: int,
+    src_itemsize: int | None = None,
+) -> tuple[int, int] | None:
+    """Dims ``(a, b)`` with dst contiguous along ``a`` and src along ``b``, if worth tiling."""
+    src_itemsize = itemsize if src_itemsize is None else src_itemsize
+    if len(shape) < 2 or math.prod(shape) < TILE_MIN_NUMEL:
+        return None
+    for a, b in ((0, 1), (1, 0)):
+        if (
+            dst_strides[a] == itemsize
+            and src_strides[b] == src_itemsize
+            and src_strides[a] != src_itemsize
+            and shape[a] >= TILE_MIN_SIDE
+            and shape[b] >= TILE_MIN_SIDE
+        ):
+            return a, b
+    return None
+
+
+def dense_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a dense array in iteration order (dim 0 fastest)."""
+    strides = [itemsize]
+    for n in shape[:-1]:
+        strides.append(strides[-1] * n)
+    return tuple(strides)
+
+
+def parallel_allowed(numel: int) -> bool:
+    """Parallel above the threshold, in the process that first went parallel only.
+
+    numba's OpenMP layer terminates a forked child that launches a parallel region after its
+    parent did, so a child (a DataLoader worker, say) copies serially.
+    """
+    global _parallel_pid
+    if numel < PARALLEL_MIN_NUMEL:
+        return False
+    if _parallel_pid is None:
+        _parallel_pid = os.getpid()
+    return _parallel_pid == os.getpid()
+
+
+def copy_same(dst_operand: Operand, src_operand: Operand, shape: tuple[int, ...]) -> None:
+    """``direct_copy_kernel``: move bytes, choosing the contiguous, tiled or DimCounter loop.
+
+    The plan is normalised and checked (``copy_strided`` does it); both operands share a dtype.
+    """
+    dst, dst_offset, _, dst_strides = dst_operand
+    src, src_offset, _, src_strides = src_operand
+    itemsize = layout_of(dst_operand.dtype).itemsize
+    dst_address = dst.ctypes.data
+    src_address = src.ctypes.data
+    if len(shape) == 1 and dst_strides[0] == src_strides[0] == itemsize:
+        memmove(
+            dst,
+            dst_address + dst_offset,
+            dst_offset,
+            src,
+            src_address + src_offset,
+            src_offset,
+            shape[0] * itemsize,
+        )
+        return
+    if dst_address + dst_offset == src_address + src_offset and dst_strides == src_strides:
+        return
+    unit = unit_of(
+        itemsize, dst_offset, src_offset, dst_address, src_address, *dst_strides, *src_strides
+    )
+    move(
+        units_of(dst, unit),
+        dst_offset // unit,
+        tuple(s // unit for s in dst_strides),
+        units_of(src, unit),
+        src_offset // unit,
+        tuple(s // unit for s in src_strides),
+        shape,
+        itemsize // unit,
+    )
+
+
+def memmove(
+    dst: np.ndarray,
+    dst_start: int,
+    dst_offset: int,
+    src: np.ndarray,
+    src_start: int,
+    src_offset: int,
+    nbytes: int,
+) -> None:
+    """One byte range: numpy's copy (memmove, overlap-safe), or the parallel loop when large.
+
+    ``dst_start``/``src_start`` are the ranges' addresses. numpy's single-threaded copy wins
+    below ``PARALLEL_MEMMOVE_MIN_BYTES``; above it two threads move 64 MiB 1.6x faster here.
+    Overlapping ranges always go through numpy.
+    """
+    disjoint = dst_start + nbytes <= src_start or src_start + nbytes <= dst_start
+    if nbytes >= PARALLEL_MEMMOVE_MIN_BYTES and disjoint and parallel_allowed(nbytes):
+        unit = unit_of(8, dst_start, src_start, nbytes)
+        count = nbytes // unit
+        move(
+            units_of(dst, unit),
+            dst_offset // unit,
+            (1,),
+            units_of(src, unit),
+            src_offset // unit,
+            (1,),
+            (count,),
+            1,
+        )
+        return
+    dst[dst_offset : dst_offset + nbytes] = src[src_offset : src_offset + nbytes]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """The tiled or DimCounter loop of a same-dtype plan over unit arrays, chosen from the plan.
+
+    Shape and unit strides as the numba loops take them (int64 arrays, dim 0 fastest; for a
+    transpose dim 0 is the destination's contiguous dim), ``tiles`` > 0 for the tiled loop.
+    """
+
+    shape: np.ndarray
+    dst_strides: np.ndarray
+    src_strides: np.ndarray
+    width: int
+    numel: int
+    tiles: int
+
+
+def plan_loop(
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    width: int,
+) -> Loop:
+    """Choose between the tiled and the DimCounter loop (strides in units)."""
+    pair = transposed(shape, dst_strides, src_strides, width)
+    if pair == (1, 0):  # make dim 0 the destination's contiguous one; order is free
+        shape = (shape[1], shape[0], *shape[2:])
+        dst_strides = (dst_strides[1], dst_strides[0], *dst_strides[2:])
+        src_strides = (src_strides[1], src_strides[0], *src_strides[2:])
+    tiles = 0
+    if pair is not None:
+        tiles = -(-shape[0] // TILE) * -(-shape[1] // TILE) * math.prod(shape[2:])
+    return Loop(
+        np.asarray(shape, np.int64),
+        np.asarray(dst_strides, np.int64),
+        np.asarray(src_strides, np.int64),
+        width,
+        math.prod(shape),
+        tiles,
+    )
+
+
+def run_loop(loop: Loop, dst: np.ndarray, dst_base: int, src: np.ndarray, src_base: int) -> None:
+    """Run ``loop`` over unit arrays, in parallel when large enough."""
+    loops = load_strided()
+    args = (
+        dst,
+        dst_base,
+        loop.dst_strides,
+        src,
+        src_base,
+        loop.src_strides,
+        loop.shape,
+        loop.width,
+    )
+    if parallel_allowed(loop.numel) and _parallel_lock.acquire(blocking=False):
+        try:
+            slices = loops.numba_threads()
+            if loop.tiles:
+                loops.copy_tiles_parallel(*args, TILE, slices)
+            else:
+                loops.copy_parallel(*args, loop.numel, slices)
+        finally:
+            _parallel_lock.release()
+        return
+    if loop.tiles:
+        loops.copy_tiles(*args, TILE, 0, loop.tiles)
+    else:
+        loops.copy_range(*args, 0, loop.numel)
+
+
+def move(
+    dst: np.ndarray,
+    dst_base: int,
+    dst_strides: tuple[int, ...],
+    src: np.ndarray,
+    src_base: int,
+    src_strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    width: int,
+) -> None:
+    """Run the tiled or DimCounter loop over unit arrays, in parallel when large enough."""
+    run_loop(plan_loop(dst_strides, src_strides, shape, width), dst, dst_base, src, src_base)

@@ -1,0 +1,271 @@
+"""Decides what a repeated elementwise call signature reuses: one cached ``Entry`` per layout.
+
+add/sub/mul/div (functional and in-place), the functional comparisons, neg and abs look
+their call signature up here first (``fast_binary``, ``fast_unary``): a hit allocates the
+output and calls the prepared loop, with no planning. A first call runs the general path
+(``elementwise_general``) and then makes the entry, or marks the signature ``GENERAL`` when
+the general path must run every time (a cast temporary, a CPU scalar, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from torch_mydev import _C
+from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops import elementwise_general as general
+from torch_mydev.ops.elementwise_checks import Arg
+from torch_mydev.ops.elementwise_plan import kernel_op, make_plan, opmath_scalar
+from torch_mydev_rules.iterator.cache import LRUCache
+from torch_mydev_rules.iterator.families import iterator_config
+from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
+
+_FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
+
+
+class Entry:
+    """What the general path (``elementwise_general``) decides from layouts and numbers alone,
+    for one call signature of a binary, comparison or unary op.
+
+    Kept per (op, rounding mode, the tensors' ``_C._signature`` key, the Python number
+    operand, alpha, in-place or not, default dtype) for calls the general path would finish
+    with no cast temporary and no resize: all tensors on mydev, ``other`` a mydev tensor or a
+    Python number. ``kernel`` / ``args`` / ``extents`` are the prepared loop
+    (``kernels.prepare_binary``, ``prepare_compare`` or ``prepare_unary``); ``constant``
+    holds a Python number's converted bytes (the kernel reads its address), ``sizes`` /
+    ``strides`` / ``dtype`` the functional form's new output.
+    """
+
+    __slots__ = (
+        "args",
+        "constant",
+        "constant_address",
+        "dtype",
+        "extents",
+        "kernel",
+        "sizes",
+        "strides",
+    )
+
+    def __init__(
+        self,
+        prepared: kernels.Prepared,
+        constant: np.ndarray | None,
+        sizes: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: torch.dtype,
+    ) -> None:
+        self.kernel = prepared.kernel
+        self.args = prepared.args
+        self.extents = prepared.extents
+        self.constant = constant
+        self.constant_address = 0 if constant is None else constant.ctypes.data
+        self.sizes = sizes
+        self.strides = strides
+        self.dtype = dtype
+
+
+class _General:
+    """The type of ``GENERAL``: a call signature the general path must take every time."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "GENERAL"
+
+
+GENERAL = _General()
+
+# (op, rounding mode, signature key, number key, alpha key, in-place, default dtype) -> entry,
+# or GENERAL. Unary ops key by (op, signature key, in-place).
+ENTRY_CACHE_SIZE = 4096
+BINARY_CACHE_SIZE = ENTRY_CACHE_SIZE  # the former name
+_entries: LRUCache[tuple, Entry | _General] = LRUCache(ENTRY_CACHE_SIZE)
+# _C._signature(t0[, t1]) returns None (not a strided host tensor with storage) or
+# (key, lazy_bits, then per tensor: data address, storage address, storage bytes); the
+# per-call paths unpack it into those names (cheaper than building a named tuple per call).
+_signature = _C._signature
+_empty_strided = _C._empty_strided
+
+
+def fast_binary(
+    name: str,
+    mode: str | None,
+    self: Arg,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> torch.Tensor | None:
+    """add/sub/mul/div (functional or in-place) and the functional comparisons through a
+    cached ``Entry``.
+
+    Returns None where the general path must run: arguments it alone handles, a call
+    signature marked ``GENERAL``, or per-call facts an entry cannot check (an input sharing
+    ``self``'s storage in place, a storage too small for the layout). A first call is
+    answered by the general path here, and its entry made.
+    """
+    if not isinstance(self, torch.Tensor):
+        return None
+    if isinstance(other, torch.Tensor):
+        number = None
+        signature = _signature(self, other)
+        if signature is None:
+            return None
+        key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
+    else:
+        if type(other) not in NUMBER_DTYPES:
+            return None
+        number = number_key(other)
+        signature = _signature(self)
+        if signature is None:
+            return None
+        key, lazy_bits, a_start, a_base, a_nbytes = signature
+    if lazy_bits or type(alpha) not in NUMBER_DTYPES:
+        return None
+    default = torch.get_default_dtype() if number is not None or name == "div" else None
+    cache_key = (name, mode, key, number, number_key(alpha), inplace, default)
+    entry = _entries.peek(cache_key)
+    if entry is None:
+        return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
+    if entry is GENERAL:
+        return None
+    extents = entry.extents
+    if a_base + a_nbytes - a_start < extents[1]:
+        return None  # a storage smaller than the layout: the general path raises
+    if number is None:
+        if b_base + b_nbytes - b_start < extents[2] or (inplace and b_base == a_base):
+            return None
+    else:
+        b_start = entry.constant_address
+    if inplace:
+        out, out_start = self, a_start
+    else:
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out_start = out.data_ptr()
+    if entry.kernel(out_start, a_start, b_start, *entry.args):
+        raise RuntimeError("ZeroDivisionError")
+    return out
+
+
+def _first_binary(
+    cache_key: tuple,
+    name: str,
+    mode: str | None,
+    self: torch.Tensor,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> torch.Tensor:
+    """Answer a call signature's first call with the general path, then make its entry."""
+    target = self if inplace else None
+    if name in kernels.COMPARISONS:
+        result = general.general_compare(name, self, other, out=target, inplace=inplace)
+    else:
+        result = general.general_arithmetic(
+            name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
+        )
+    _entries.put(cache_key, _binary_entry(name, mode, self, other, alpha, inplace))
+    return result
+
+
+def _binary_entry(
+    name: str,
+    mode: str | None,
+    self: torch.Tensor,
+    other: Arg,
+    alpha: Number,
+    inplace: bool,
+) -> Entry | _General:
+    """The entry of a call the general path has just answered, or ``GENERAL``."""
+    tensors = [self, other] if isinstance(other, torch.Tensor) else [self]
+    if any(t.device.type == "cpu" for t in tensors):
+        return GENERAL  # a CPU scalar beside mydev tensors: moved per call
+    compare = name in kernels.COMPARISONS
+    if compare and inplace:
+        return GENERAL  # the bool result is cast into self through a temporary
+    config = iterator_config(name, rounding_mode=mode, default_dtype=torch.get_default_dtype())
+    plan, _ = make_plan(self if inplace else None, [self, other], config, inplace=inplace)
+    common = plan.common_dtype
+    # A number is converted into the entry once; a tensor of another dtype needs a
+    # temporary per call, and so does an output of another dtype.
+    casts = (
+        plan.temporaries[0]
+        or plan.temporaries[1]
+        or (plan.temporaries[2] and isinstance(other, torch.Tensor))
+    )
+    if casts or common not in _FAST_DTYPES:
+        return GENERAL
+    if compare:
+        constant = None
+        if not isinstance(other, torch.Tensor):
+            constant = kernels.scalar_bytes(other, common)
+        prepared = kernels.prepare_compare(
+            name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
+        )
+        return Entry(prepared, constant, plan.shape, plan.output_strides[0], torch.bool)
+    op = kernel_op(name, mode)
+    scalar_other = opmath_scalar(op, plan, other)
+    if scalar_other is not None and isinstance(other, torch.Tensor):
+        return GENERAL  # torch reads the tensor's value per call
+    constant = None
+    if scalar_other is not None:
+        constant = np.array([scalar_other], dtype=np.float32)
+    elif not isinstance(other, torch.Tensor):
+        constant = kernels.scalar_bytes(other, common)
+    prepared = kernels.prepare_binary(
+        op,
+        common,
+        plan.coalesced_shape,
+        plan.coalesced_stride_bytes,
+        alpha=-alpha if name == "sub" else alpha,
+        scalar_other=scalar_other is not None,
+    )
+    return Entry(prepared, constant, plan.shape, plan.output_strides[0], plan.output_dtypes[0])
+
+
+def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
+    """neg and abs (functional or in-place) through a cached ``Entry`` (no ``b``).
+
+    None where the general path must run, as for ``fast_binary``; complex ``abs`` (a real
+    result) always takes it.
+    """
+    signature = _signature(self)
+    if signature is None:
+        return None
+    key, lazy_bits, a_start, a_base, a_nbytes = signature
+    if lazy_bits:
+        return None
+    cache_key = (name, key, inplace)
+    entry = _entries.peek(cache_key)
+    if entry is None:
+        if self.is_complex() and name == "abs":
+            return None
+        result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
+        _entries.put(cache_key, _unary_entry(name, self, inplace))
+        return result
+    if entry is GENERAL:
+        return None
+    if a_base + a_nbytes - a_start < entry.extents[1]:
+        return None
+    if inplace:
+        out, out_start = self, a_start
+    else:
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out_start = out.data_ptr()
+    entry.kernel(out_start, a_start, *entry.args)
+    return out
+
+
+def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | _General:
+    """The entry of a unary call the general path has just answered, or ``GENERAL``."""
+    if self.device.type == "cpu" or self.dtype not in _FAST_DTYPES:
+        return GENERAL
+    config = iterator_config(name)
+    plan, _ = make_plan(self if inplace else None, [self], config, inplace=inplace)
+    if any(plan.temporaries):
+        return GENERAL
+    prepared = kernels.prepare_unary(
+        name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
+    )
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype)
