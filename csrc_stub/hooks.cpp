@@ -4,7 +4,12 @@
 #include "mydev.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+// Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
+// depends on that value.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winterference-size"
 #include <ATen/core/CachingHostAllocator.h>
+#pragma GCC diagnostic pop
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
 

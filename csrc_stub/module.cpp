@@ -3,8 +3,14 @@
 #include "mydev.h"
 
 #include <ATen/EmptyTensor.h>
+// Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
+// depends on that value.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winterference-size"
 #include <ATen/core/CachingHostAllocator.h>
+#pragma GCC diagnostic pop
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/util/SmallVector.h>
@@ -235,6 +241,31 @@ PyObject* empty_strided_py(PyObject* /*module*/, PyObject* const* args, Py_ssize
   END_HANDLE_TH_ERRORS
 }
 
+// _event_elapsed_time(start, end): start.elapsed_time(end) for torch.Event objects and their
+// subclasses (torch.Event.elapsed_time accepts exactly torch.Event as `end`, so
+// torch.mydev.Event, a subclass, goes through here). The checks are c10::Event's: ValueError
+// unless both were made with enable_timing=True and both were recorded.
+PyObject* event_elapsed_time(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "_event_elapsed_time(start, end)");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < 2; ++i) {
+    const int is_event = THPEventClass == nullptr
+        ? 0
+        : PyObject_IsInstance(args[i], reinterpret_cast<PyObject*>(THPEventClass));
+    if (is_event < 0) {
+      return nullptr;
+    }
+    TORCH_CHECK(is_event == 1, "expected other to be a torch.Event object");
+  }
+  const auto* start = reinterpret_cast<THPEvent*>(args[0]);
+  const auto* end = reinterpret_cast<THPEvent*>(args[1]);
+  return PyFloat_FromDouble(start->event.elapsedTime(end->event));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef kFastMethods[] = {
     {"_signature",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(signature)),
@@ -245,6 +276,10 @@ PyMethodDef kFastMethods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided_py)),
      METH_FASTCALL,
      "(sizes, strides, dtype, index) -> an uninitialised strided tensor on mydev"},
+    {"_event_elapsed_time",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(event_elapsed_time)),
+     METH_FASTCALL,
+     "(start, end) -> milliseconds between the records of two torch.Event objects"},
     {nullptr, nullptr, 0, nullptr}};
 
 } // namespace

@@ -6,7 +6,12 @@
 // is no cache for empty_cache to release), and record_event has nothing to wait for.
 #include "mydev.h"
 
+// Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
+// depends on that value.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winterference-size"
 #include <ATen/core/CachingHostAllocator.h>
+#pragma GCC diagnostic pop
 #include <c10/util/Exception.h>
 
 #include <cstdlib>

@@ -86,6 +86,10 @@ class Event(torch.Event):
         """Make `stream` (the current stream by default) wait for this event: a no-op."""
         super().wait(current_stream() if stream is None else stream)
 
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        """Milliseconds from this event's record to `end_event`'s (``torch.cuda.Event``)."""
+        return _C._event_elapsed_time(self, end_event)
+
     def __repr__(self) -> str:
         return f"<torch.mydev.Event device={self.device} event_id={self.event_id}>"
 
