@@ -1,0 +1,201 @@
+"""Moving tensors between mydev and CPU for the fallback: copies, write-back and aliases.
+
+Two ways to give a CPU kernel the mydev arguments:
+
+- ``Aliases`` (the default): each mydev tensor becomes ``_C._cpu_alias`` of itself, a CPU
+  tensor over the same bytes; tensors sharing a mydev storage share one CPU storage
+  (``like=``), so CPU's overlap and aliasing checks see what they would see on CPU. Nothing
+  is copied in, and in-place / ``out=`` writes land in mydev memory directly.
+- ``Copies`` (``TORCH_MYDEV_FALLBACK_COPY=1``, for benchmarking and debugging): each mydev
+  tensor is copied to CPU with its sizes and strides (tensors sharing a storage become views
+  of one CPU copy of it), and written arguments are copied back afterwards.
+
+Either way, an output whose sizes, strides or storage the CPU op changed (``resize_output``,
+``as_strided_``, ``set_``: ``out=`` of ``linalg_lstsq``) is given CPU's final sizes, strides
+and storage offset on mydev (``write_back``), growing its mydev storage if needed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+
+from torch_mydev import _C
+from torch_mydev._names import DEVICE as DEVICE_TYPE
+from torch_mydev_rules import layout
+
+__all__ = ["Aliases", "Copies", "move", "to_mydev", "write_back"]
+
+_CPU = torch.device("cpu")
+
+
+def is_mydev(value: Any) -> bool:
+    """Whether ``value`` is a tensor on mydev."""
+    return isinstance(value, torch.Tensor) and value.device.type == DEVICE_TYPE
+
+
+def _storage_key(t: torch.Tensor) -> int | None:
+    storage = t.untyped_storage()
+    return storage.data_ptr() if storage.nbytes() else None
+
+
+def _copy_storage(storage: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
+    """A copy of all bytes of ``storage`` in a new storage on ``device``."""
+    src = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+    return _raw_copy(src, device).untyped_storage()
+
+
+def _raw_copy(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A contiguous byte-for-byte copy of a contiguous uint8 tensor on ``device``."""
+    out = torch.empty(t.shape, dtype=t.dtype, device=device)
+    _cpu_view(out).copy_(_cpu_view(t))
+    return out
+
+
+def _cpu_view(t: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``t`` itself when on CPU, else its CPU alias (mydev memory is host memory)."""
+    return t if t.device.type == "cpu" else _C._cpu_alias(t, like)
+
+
+def _over(storage: torch.UntypedStorage, like: torch.Tensor) -> torch.Tensor:
+    """A tensor over ``storage`` with the dtype, offset, sizes and strides of ``like``."""
+    out = torch.empty(0, dtype=like.dtype, device=storage.device)
+    return out.set_(storage, like.storage_offset(), like.shape, like.stride())
+
+
+def _needs_storage(t: torch.Tensor) -> bool:
+    """Layouts a fresh ``empty_strided`` cannot take a copy of: overlapping, or maybe so."""
+    return layout.has_internal_overlap(tuple(t.shape), t.stride()) is not layout.MemOverlap.NO
+
+
+def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy of ``t`` on ``device`` with its sizes, strides and conj/neg bits.
+
+    A non-overlapping tensor is copied into ``empty_strided`` of its sizes and strides; one
+    that overlaps itself (or may: ATen's "too hard") is rebuilt over a copy of its storage.
+    The bytes move by CPU's ``copy_`` over CPU aliases, so every dtype moves bit-exactly.
+    """
+    if t.is_conj():
+        return move(t.conj(), device).conj()
+    if t.is_neg():
+        return move(t._neg_view(), device)._neg_view()
+    if _needs_storage(t):
+        return _over(_copy_storage(t.untyped_storage(), device), t)
+    out = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=device)
+    _cpu_view(out).copy_(_cpu_view(t))
+    return out
+
+
+def to_mydev(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU result as a new mydev tensor with its sizes and strides (one copy)."""
+    return move(t, device)
+
+
+def write_back(original: Any, cpu: Any) -> None:
+    """Make the mydev tensor(s) ``original`` hold what the CPU op left in ``cpu``.
+
+    Sizes, strides and storage offset become CPU's when the op changed them (the storage
+    grows first if CPU's layout needs more bytes); then the values are copied, unless
+    ``cpu`` is still an alias of exactly ``original``'s bytes.
+    """
+    if isinstance(original, (list, tuple)):
+        for o, c in zip(original, cpu, strict=True):
+            write_back(o, c)
+        return
+    if not is_mydev(original):
+        return  # None, or a CPU tensor the op wrote itself
+    same_storage = cpu.untyped_storage().data_ptr() == original.untyped_storage().data_ptr()
+    same_layout = (
+        original.shape == cpu.shape
+        and original.stride() == cpu.stride()
+        and original.storage_offset() == cpu.storage_offset()
+    )
+    if not same_layout:
+        _restride(original, cpu)
+    if same_storage and cpu.untyped_storage().nbytes() == original.untyped_storage().nbytes():
+        return  # an alias the op wrote in place
+    _cpu_view(original).copy_(cpu)
+
+
+def _restride(original: torch.Tensor, cpu: torch.Tensor) -> None:
+    """Give ``original`` the sizes, strides and offset of ``cpu``, growing its storage."""
+    numel = cpu.numel()
+    extent = 0
+    if numel:
+        extent = 1 + sum((n - 1) * s for n, s in zip(cpu.shape, cpu.stride(), strict=True))
+    need = (cpu.storage_offset() + extent) * cpu.element_size()
+    storage = original.untyped_storage()
+    if storage.nbytes() < need:
+        storage.resize_(need)
+    original.set_(storage, cpu.storage_offset(), cpu.shape, cpu.stride())
+
+
+class Copies:
+    """CPU copies of the mydev tensors of one call, aliasing each other as they do.
+
+    Each distinct tensor is copied once; tensors that share a mydev storage become views of
+    one CPU copy of that storage, with their own offsets and strides.
+    """
+
+    copy_in = True
+
+    def __init__(self, tensors: list[torch.Tensor]) -> None:
+        distinct = {id(t): t for t in tensors if is_mydev(t)}
+        keys = Counter(_storage_key(t) for t in distinct.values())
+        self._shared = {key for key, n in keys.items() if key is not None and n > 1}
+        self._storages: dict[int, torch.UntypedStorage] = {}
+        self.cpu: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> CPU tensor
+        self.originals: dict[int, torch.Tensor] = {}  # id(CPU tensor) -> mydev tensor
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            if not is_mydev(value):
+                return value
+            found = self.cpu.get(id(value))
+            if found is None:
+                found = self._make(value)
+                self.cpu[id(value)] = found
+                self.originals[id(found)] = value
+            return found
+        if isinstance(value, (list, tuple)):
+            return type(value)(self(item) for item in value)
+        if isinstance(value, torch.device) and value.type == DEVICE_TYPE:
+            return _CPU
+        return value
+
+    def _make(self, t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in self._shared:
+            return move(t, _CPU)
+        if t.is_conj():
+            return self._make(t.conj()).conj()
+        if t.is_neg():
+            return self._make(t._neg_view())._neg_view()
+        if key not in self._storages:
+            self._storages[key] = _copy_storage(t.untyped_storage(), _CPU)
+        return _over(self._storages[key], t)
+
+
+class Aliases(Copies):
+    """CPU aliases of the mydev tensors of one call (``_C._cpu_alias``): no copy.
+
+    Tensors over one mydev storage get aliases over one CPU storage (``like=``).
+    """
+
+    copy_in = False
+
+    def __init__(self, tensors: list[torch.Tensor]) -> None:
+        self._first: dict[tuple[int, int], torch.Tensor] = {}
+        self.cpu = {}
+        self.originals = {}
+
+    def _make(self, t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes())
+        like = self._first.get(key)
+        alias = _C._cpu_alias(t, like)
+        if like is None:
+            self._first[key] = alias
+        return alias
