@@ -99,6 +99,14 @@ def _load(arr, i, fmt):
             return half_to_float(arr[i])
 
         return load_reduced
+    if arr.dtype == types.uint8:
+
+        def load_byte(arr, i, fmt):
+            if fmt == BOOL:  # any nonzero byte is true, as a C++ bool load on x86 reads it
+                return np.int64(1) if arr[i] != 0 else np.int64(0)
+            return np.int64(arr[i])
+
+        return load_byte
     if isinstance(arr.dtype, types.Integer):
         return lambda arr, i, fmt: np.int64(arr[i])
     return lambda arr, i, fmt: arr[i]

@@ -126,7 +126,9 @@ def copy_strided(dst: Operand, src: Operand, shape: tuple[int, ...]) -> None:
     and the operands' byte strides are fastest dim first; ``src.strides`` may hold 0
     (broadcast). ``dst.data`` and ``src.data`` are 1-D ``uint8`` arrays over whole storages
     and may share memory when the layouts are identical or do not overlap. Values convert as
-    ``src.to(dst.dtype)`` does on CPU (``c10::convert``).
+    ``src.to(dst.dtype)`` does on CPU (``c10::convert``). A same-dtype copy moves bytes, also
+    for a bool byte other than 0/1 (undefined behaviour in C++: CPU's direct copy writes 1
+    there, its transposed copy moves the byte); a cast reads any nonzero bool byte as true.
     """
     shape, dst_strides, src_strides = check_plan(shape, dst.strides, src.strides)
     dst_layout = layout_of(dst.dtype)

@@ -178,7 +178,9 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.dim()} dimensions."
             )
-        if self.device == value.device:
+        # bool -> bool would move a byte other than 0/1; CPU's fill writes the value read
+        bool_bytes = self.dtype == value.dtype == torch.bool
+        if self.device == value.device and not bool_bytes:
             source = value.clone() if shares_storage(self, value) else value
             return copy_(self, source)
         value = value.item()
