@@ -1,0 +1,63 @@
+"""Every assignment into torch's own modules, one function each (helpers share this file).
+
+Each patch names the torch function it replaces and why; tests check that the patched
+attribute still exists and that the original still behaves as the patch assumes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch_mydev._names import DEVICE
+
+# ---- inductor (torch.compile): mydev runs inductor's CPU C++ backend -------------------------
+
+
+def patch_scheduler_node_is_cpu() -> None:
+    """``torch._inductor.scheduler.BaseSchedulerNode.is_cpu``: true for mydev nodes too.
+
+    The scheduler asks ``is_cpu()`` to keep CPU C++ kernels out of the loop reordering and
+    pointwise-for-reduction reindexing that only its SIMD (Triton) kernels handle; mydev
+    kernels are those CPU C++ kernels, and backward graphs fail in
+    ``Scheduler._try_reindex_pointwise_for_reduction`` without this.
+    """
+    from torch._inductor import scheduler
+
+    original = scheduler.BaseSchedulerNode.is_cpu
+    if getattr(original, "_mydev_patched", False):
+        return
+
+    def is_cpu(self: Any) -> bool:
+        device = self.get_device()
+        return device is not None and device.type in ("cpu", DEVICE)
+
+    is_cpu._mydev_patched = True  # type: ignore[attr-defined]
+    is_cpu._mydev_original = original  # type: ignore[attr-defined]
+    scheduler.BaseSchedulerNode.is_cpu = is_cpu
+
+
+def patch_ir_is_cpu() -> None:
+    """``torch._inductor.ir.is_cpu``: true for mydev IR nodes too.
+
+    ``ir.Loops.has_large_inner_fn`` and ``StorageBox.has_exceeded_max_reads`` pick CPU's
+    realize thresholds (``realize_cpu_opcount_threshold`` ...) by it, so mydev graphs fuse
+    and realize where compiled CPU graphs do.
+    """
+    from torch._inductor import ir
+
+    original = ir.is_cpu
+    if getattr(original, "_mydev_patched", False):
+        return
+
+    def is_cpu(x: Any) -> bool:
+        return ir.get_device_type(x) in ("cpu", DEVICE)
+
+    is_cpu._mydev_patched = True  # type: ignore[attr-defined]
+    is_cpu._mydev_original = original  # type: ignore[attr-defined]
+    ir.is_cpu = is_cpu
+
+
+def apply_inductor() -> None:
+    """The inductor patches (called by ``torch_mydev.compile.backend.register``)."""
+    patch_scheduler_node_is_cpu()
+    patch_ir_is_cpu()

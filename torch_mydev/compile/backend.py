@@ -1,0 +1,169 @@
+"""The inductor backend of mydev: CPU C++ scheduling, wrappers that call kernels as for CPU.
+
+Importing this module imports inductor; `torch_mydev.compile` imports it only when inductor
+asks for the backend. `register` puts in place what inductor looks up per device type:
+the device interface (``torch._dynamo.device_interface``), the device op overrides and the
+scheduling/wrapper classes (``torch._inductor.codegen.common``), and the scheduler patches
+of `torch_mydev._patches`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch._dynamo.device_interface import CpuInterface, register_interface_for_device
+from torch._inductor.codegen.common import (
+    register_backend_for_device,
+    register_device_op_overrides,
+)
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen as _PythonWrapper
+from torch._inductor.codegen.wrapper import SubgraphPythonWrapperCodegen
+from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+
+from torch_mydev import _patches
+from torch_mydev._names import DEVICE
+
+#: Kernels are the C++/OpenMP kernels inductor generates for CPU.
+Scheduling = CppScheduling
+
+
+class MydevInterface(CpuInterface):
+    """``DeviceInterface`` of mydev: CPU's (host timing events, no raw streams), with
+    mydev's device index, count and synchronize (``torch.mydev``)."""
+
+    @staticmethod
+    @contextlib.contextmanager
+    def device(device: Any) -> Iterator[None]:  # type: ignore[override]
+        index = torch.device(DEVICE, device).index if isinstance(device, int) else None
+        if index is None and device is not None:
+            index = torch.device(device).index
+        previous = torch.mydev._exchange_device(-1 if index is None else index)
+        try:
+            yield
+        finally:
+            torch.mydev._maybe_exchange_device(previous)
+
+    @staticmethod
+    def current_device() -> int:
+        return torch.mydev.current_device()
+
+    @staticmethod
+    def set_device(device: Any) -> None:
+        torch.mydev.set_device(device)
+
+    @staticmethod
+    def device_count() -> int:
+        return torch.mydev.device_count()
+
+    @staticmethod
+    def exchange_device(device: int) -> int:
+        return torch.mydev._exchange_device(device)
+
+    @staticmethod
+    def maybe_exchange_device(device: int) -> int:
+        return torch.mydev._maybe_exchange_device(device)
+
+    @staticmethod
+    def synchronize(device: Any = None) -> None:
+        torch.mydev.synchronize(device)
+
+    @staticmethod
+    def is_triton_capable(device: Any = None) -> bool:
+        return False
+
+
+class PythonWrapperCodegen(_PythonWrapper):
+    """Inductor's Python wrapper; kernels of a mydev graph are called as CPU kernels are, and
+    extern ``out=`` calls (``mm``, ``addmm``, ...) run the CPU op on aliases of the mydev
+    buffers (`torch_mydev.compile.extern.run_out`): no copy and no trip through the fallback.
+
+    Mirrors ``PythonWrapperCodegen._generate_kernel_call_helper``, which raises
+    ``device mydev nyi`` for any non-Triton kernel off cpu/mps/cuda/xpu.
+    """
+
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: _PythonWrapper | None,
+        partition_signatures: Any = None,
+    ) -> _PythonWrapper:
+        if is_subgraph:
+            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        return PythonWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        self.imports.writeline("from torch_mydev.compile.extern import run_out as mydev_run_out")
+
+    def _generate_kernel_call_helper(
+        self, kernel_name: str, call_args, *, device=None, triton=True, **kwargs
+    ):
+        if not triton and device is not None and device.type == DEVICE:
+            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            return
+        super()._generate_kernel_call_helper(
+            kernel_name, call_args, device=device, triton=triton, **kwargs
+        )
+
+    def _generate_extern_kernel_out_helper(
+        self,
+        kernel: str,
+        out: str,
+        out_view: str | None,
+        args: list[str],
+        device: str,
+        stack_traces=None,
+    ) -> None:
+        if str(device).split(":")[0] != DEVICE:
+            super()._generate_extern_kernel_out_helper(
+                kernel, out, out_view, args, device, stack_traces
+            )
+            return
+        args = [kernel, *args, f"out={out_view if out_view else out}"]
+        self.writeline(f"mydev_run_out({', '.join(args)})")
+
+
+class CppWrapperCodegen(CppWrapperCpu):
+    """Inductor's C++ wrapper for CPU (``cpp_wrapper=True``), made for mydev graphs."""
+
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: _PythonWrapper | None,
+        partition_signatures: Any = None,
+    ) -> CppWrapperCpu:
+        return CppWrapperCodegen()
+
+
+__all__ = [
+    "CppWrapperCodegen",
+    "MydevInterface",
+    "PythonWrapperCodegen",
+    "Scheduling",
+    "WrapperFxCodegen",
+    "register",
+]
+
+_registered = False
+
+
+def register() -> None:
+    """Register the mydev backend with dynamo and inductor, and apply the patches (once)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    register_interface_for_device(DEVICE, MydevInterface)
+    register_device_op_overrides(DEVICE, CpuDeviceOpOverrides())
+    register_backend_for_device(
+        DEVICE, Scheduling, PythonWrapperCodegen, CppWrapperCodegen, WrapperFxCodegen
+    )
+    _patches.apply_inductor()
