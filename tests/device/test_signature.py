@@ -10,8 +10,8 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from layout.strategies import DEVICE_DTYPES, storage_elements, views
 
+from tests.layout.strategies import DEVICE_DTYPES, storage_elements, views
 from torch_mydev import _C
 
 

@@ -16,8 +16,8 @@ import pytest
 import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from layout.strategies import views
 
+from tests.layout.strategies import views
 from torch_mydev_rules.iterator import explain
 
 from .strategies import (

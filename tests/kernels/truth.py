@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from layout.strategies import DEVICE_DTYPES
 
+from tests.layout.strategies import DEVICE_DTYPES
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels.operand import Operand
 

@@ -1,8 +1,8 @@
 """Hypothesis strategies for (sizes, strides) layouts, shared by every layer's tests.
 
-Import them as ``from layout.strategies import layouts, views`` (``tests/`` is on sys.path
-through ``tests/conftest.py``). All sizes are small (at most 6 per dim) so a CPU tensor
-backing any layout drawn here stays a few thousand elements.
+Import them as ``from tests.layout.strategies import layouts, views`` (``tests`` is a
+package). All sizes are small (at most 6 per dim) so a CPU tensor backing any layout drawn
+here stays a few thousand elements.
 
 - ``layouts(max_dims=5)``: ``(sizes, strides)`` tuples;
 - ``views(max_dims=5)``: ``(sizes, strides, storage_offset)`` tuples;

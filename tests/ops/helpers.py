@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from layout.strategies import DEVICE_DTYPES, storage_elements
+
+from tests.layout.strategies import DEVICE_DTYPES, storage_elements
 
 ALL_DTYPES = DEVICE_DTYPES
 

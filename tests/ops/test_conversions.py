@@ -12,9 +12,9 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from layout.strategies import views
 
-from ops.helpers import ALL_DTYPES, same_bits, same_layout, view_pair
+from tests.layout.strategies import views
+from tests.ops.helpers import ALL_DTYPES, same_bits, same_layout, view_pair
 
 FORMATS = [
     None,

@@ -13,9 +13,9 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from layout.strategies import views
 
-from ops.helpers import ALL_DTYPES, same_bits, view_pair
+from tests.layout.strategies import views
+from tests.ops.helpers import ALL_DTYPES, same_bits, view_pair
 from torch_mydev_rules import layout
 
 

@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from ops.helpers import same_bits
+from tests.ops.helpers import same_bits
 from torch_mydev.ops import conversions, factories
 from torch_mydev.ops import copy as copy_ops
 

@@ -16,10 +16,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from layout.strategies import dense_strides, storage_elements, views
 
 import torch_mydev
-from ops.helpers import ALL_DTYPES, same_bits
+from tests.layout.strategies import dense_strides, storage_elements, views
+from tests.ops.helpers import ALL_DTYPES, same_bits
 
 INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 REDUCED = (torch.float16, torch.bfloat16)

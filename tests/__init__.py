@@ -1,0 +1,1 @@
+"""The test suite as a package: helpers import as ``tests.<layer>.<module>``."""
