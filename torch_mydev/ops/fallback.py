@@ -38,9 +38,11 @@ from typing import Any
 
 import torch
 
+from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import fallback_copy as fc
 from torch_mydev.ops import fallback_devices as fd
+from torch_mydev.ops import fallback_fast as ff
 from torch_mydev.ops import fallback_random as fr
 from torch_mydev.ops import fallback_schema as fs
 from torch_mydev.ops.fallback_schema import op_name, returns_view
@@ -135,7 +137,7 @@ def _target_device(values: list[Any]) -> torch.device:
         for t in _tensors(value):
             if t.device.type == DEVICE:
                 return t.device
-    return torch.device(DEVICE, 0)
+    return torch.device(DEVICE, _C._current_device())
 
 
 def run_on_cpu(
@@ -148,6 +150,18 @@ def run_on_cpu(
     """
     op_info = fs.resolve(op, args, kwargs)
     _record(name or op_info.name)
+    if zero_copy and not op_info.random and op_info.name not in fd.CPU_ALLOWED:
+        try:
+            return ff.run_fast(op_info, args, kwargs)
+        except RuntimeError as error:
+            if "not resizable" not in str(error):
+                raise
+            return _run(
+                op_info,
+                fs.bind(op_info, args, kwargs),
+                _target_device(fs.bind(op_info, args, kwargs)),
+                fc.Copies,
+            )
     values = fs.bind(op_info, args, kwargs)
     names = [a.name for a in op_info.schema.arguments]
     fd.check_call(op_info.name, names, values, op_info.written)

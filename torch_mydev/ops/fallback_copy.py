@@ -24,7 +24,6 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE as DEVICE_TYPE
-from torch_mydev_rules import layout
 
 __all__ = ["Aliases", "Copies", "move", "to_mydev", "write_back"]
 
@@ -66,8 +65,11 @@ def _over(storage: torch.UntypedStorage, like: torch.Tensor) -> torch.Tensor:
 
 
 def _needs_storage(t: torch.Tensor) -> bool:
-    """Layouts a fresh ``empty_strided`` cannot take a copy of: overlapping, or maybe so."""
-    return layout.has_internal_overlap(tuple(t.shape), t.stride()) is not layout.MemOverlap.NO
+    """Layouts a fresh ``empty_strided`` cannot take a copy of: overlapping, or maybe so.
+
+    ATen's ``has_internal_overlap`` (0 is NO), the rule of ``layout.has_internal_overlap``.
+    """
+    return torch._debug_has_internal_overlap(t) != 0
 
 
 def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -89,8 +91,17 @@ def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def to_mydev(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A CPU result as a new mydev tensor with its sizes and strides (one copy)."""
-    return move(t, device)
+    """A CPU result as a new mydev tensor with its sizes and strides (one copy).
+
+    The common case skips the dispatcher's ``empty_strided``: the stub allocates
+    (``_C._empty_strided``) and CPU's ``copy_`` fills the new memory through an alias.
+    """
+    if t.is_conj() or t.is_neg() or _needs_storage(t):
+        return move(t, device)
+    index = device.index if device.index is not None else _C._current_device()
+    out = _C._empty_strided(tuple(t.shape), t.stride(), t.dtype, index)
+    _C._cpu_alias(out).copy_(t)
+    return out
 
 
 def write_back(original: Any, cpu: Any) -> None:

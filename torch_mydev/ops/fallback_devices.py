@@ -17,10 +17,10 @@ import torch
 
 from torch_mydev._names import DEVICE
 
-__all__ = ["check_same_device", "mixed_device_error"]
+__all__ = ["CPU_ALLOWED", "check_call", "check_same_device", "mixed_device_error"]
 
 # Arguments that CUDA accepts on CPU (ATen copies them to the device itself).
-_CPU_ALLOWED: dict[str, frozenset[str]] = {
+CPU_ALLOWED: dict[str, frozenset[str]] = {
     "aten::index.Tensor": frozenset({"indices"}),
     "aten::index.Tensor_out": frozenset({"indices"}),
     "aten::index_put_": frozenset({"indices"}),
@@ -78,7 +78,7 @@ def check_call(
     name: str, names: Iterable[str], values: Iterable[Any], written: Iterable[bool]
 ) -> None:
     """``check_same_device`` over one fallback call's bound arguments."""
-    allowed = _CPU_ALLOWED.get(name, frozenset())
+    allowed = CPU_ALLOWED.get(name, frozenset())
     inputs: list[torch.Tensor] = []
     outputs: list[torch.Tensor] = []
     for arg_name, value, is_written in zip(names, values, written, strict=True):

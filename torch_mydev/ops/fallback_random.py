@@ -103,7 +103,9 @@ def lend(
             f"Expected a '{DEVICE}' device type for generator but found '{given.device.type}'"
         )
     if given is None:
-        given = _C._default_generator((device.index or 0) if device.type == DEVICE else 0)
+        given = _C._default_generator(
+            -1 if device.type != DEVICE or device.index is None else device.index
+        )
     with RNG_LOCK:
         cpu_generator = torch.Generator()
         cpu_generator.set_state(given.get_state())

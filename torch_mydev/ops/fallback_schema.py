@@ -62,6 +62,9 @@ class OpInfo:
     is_view: bool
     random: bool
     generator_index: int | None  # the ``generator`` argument
+    ambiguous: bool  # another overload has the same argument names: ``resolve`` must look
+    written_positions: tuple[int, ...]  # indices of written arguments
+    written_names: frozenset[str]
 
     def fits(self, args: tuple, kwargs: dict) -> bool:
         """Whether the values' kinds (tensor or not) fit this schema."""
@@ -121,6 +124,13 @@ def _make_info(op: torch._ops.OpOverload) -> OpInfo:
                     break
         return_alias.append(index)
     generator = [i for i, a in enumerate(arguments) if a.name == "generator"]
+    names = [a.name for a in arguments]
+    packet = getattr(getattr(torch.ops, op.namespace), schema.name.split("::")[1])
+    ambiguous = any(
+        overload != (schema.overload_name or "default")
+        and [a.name for a in getattr(packet, overload)._schema.arguments] == names
+        for overload in packet.overloads()
+    )
     return OpInfo(
         op=op,
         name=name,
@@ -132,6 +142,9 @@ def _make_info(op: torch._ops.OpOverload) -> OpInfo:
         is_view=returns_view(schema) or torch.Tag.inplace_view in op.tags,
         random=torch.Tag.nondeterministic_seeded in op.tags,
         generator_index=generator[0] if generator else None,
+        ambiguous=ambiguous,
+        written_positions=tuple(i for i, w in enumerate(written) if w),
+        written_names=frozenset(a.name for a, w in zip(arguments, written, strict=True) if w),
     )
 
 
@@ -145,6 +158,8 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
 def resolve(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> OpInfo:
     """The ``OpInfo`` of the overload actually called (see the module docstring)."""
     first = info(op)
+    if not first.ambiguous:
+        return first
     key = (op, _signature(args, kwargs))
     chosen = _resolved.get(key)
     if chosen is None:

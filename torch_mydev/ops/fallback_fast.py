@@ -1,0 +1,134 @@
+"""The fallback's common path in one pass: zero-copy, no random draw, no device exemption.
+
+Same rules as the general path in ``fallback.py`` (device check as CUDA, CPU aliases that
+share a CPU storage per mydev storage, write-back of resized outputs, results copied once
+to mydev), with the per-call Python work cut to one walk over the arguments: the fallback's
+own cost is most of what a small op costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torch_mydev import _C
+from torch_mydev._names import DEVICE
+from torch_mydev.ops import fallback_copy as fc
+from torch_mydev.ops import fallback_devices as fd
+from torch_mydev.ops import fallback_schema as fs
+
+__all__ = ["run_fast"]
+
+_CPU = torch.device("cpu")
+_Tensor = torch.Tensor
+
+
+class _Call:
+    """The CPU side of one call: aliases made so far and what the arguments hold."""
+
+    __slots__ = ("device", "first", "originals", "other")
+
+    def __init__(self) -> None:
+        self.device: torch.device | None = None  # the first mydev device (or device=)
+        self.other: torch.device | None = None  # a second device that may not join
+        self.first: dict[tuple[int, int], torch.Tensor] = {}
+        self.originals: dict[int, torch.Tensor] = {}
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, _Tensor):
+            device = value.device
+            if device.type != DEVICE:
+                if value.dim() != 0 and self.other is None:
+                    self.other = device
+                return value
+            if self.device is None:
+                self.device = device
+            elif device != self.device and self.other is None:
+                self.other = device
+            storage = value.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes())
+            like = self.first.get(key)
+            alias = _C._cpu_alias(value, like)
+            if like is None:
+                self.first[key] = alias
+            self.originals[id(alias)] = value
+            return alias
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.convert(item) for item in value)
+        if isinstance(value, torch.device) and value.type == DEVICE:
+            return _CPU
+        return value
+
+
+def _written(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> list[tuple[Any, int | str]]:
+    found = []
+    for i in op_info.written_positions:
+        if i < len(args) and not op_info.kwarg_only[i]:
+            found.append((args[i], i))
+        else:
+            name = op_info.schema.arguments[i].name
+            if name in kwargs:
+                found.append((kwargs[name], name))
+    return found
+
+
+def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
+    """Run ``op_info.op`` on CPU aliases of the mydev arguments (see the module docstring)."""
+    call = _Call()
+    cpu_args = [call.convert(a) for a in args]
+    cpu_kwargs = {k: call.convert(v) for k, v in kwargs.items()}
+    for value, _ in _written(op_info, args, kwargs):
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, _Tensor) and t.device.type != DEVICE and call.other is None:
+                call.other = t.device
+    device = call.device
+    if device is not None and call.other is not None:
+        raise fd.mixed_device_error(device, call.other)
+    for value in kwargs.values():
+        if isinstance(value, torch.device):
+            device = value
+    result = op_info.op(*cpu_args, **cpu_kwargs)
+    for value, where in _written(op_info, args, kwargs):
+        cpu = cpu_args[where] if isinstance(where, int) else cpu_kwargs[where]
+        fc.write_back(value, cpu)
+    returns = op_info.return_alias
+    if not returns:
+        return result
+    if device is None:
+        device = torch.device(DEVICE, _C._current_device())
+    if len(returns) == 1:
+        return _one(returns[0], result, args, kwargs, op_info, call, device)
+    return tuple(
+        _one(alias, out, args, kwargs, op_info, call, device)
+        for alias, out in zip(returns, result, strict=True)
+    )
+
+
+def _one(
+    alias: int | None,
+    out: Any,
+    args: tuple,
+    kwargs: dict,
+    op_info: fs.OpInfo,
+    call: _Call,
+    device: torch.device,
+) -> Any:
+    if alias is not None:
+        if alias < len(args) and not op_info.kwarg_only[alias]:
+            return args[alias]
+        return kwargs[op_info.schema.arguments[alias].name]
+    return _result(out, call, device)
+
+
+def _result(value: Any, call: _Call, device: torch.device) -> Any:
+    if isinstance(value, _Tensor):
+        original = call.originals.get(id(value))
+        if original is not None:
+            return original
+        if value.device.type != "cpu" or device.type == "cpu":
+            return value
+        return fc.to_mydev(value, device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_result(item, call, device) for item in value)
+    return value
