@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ from .families import FAMILIES, iterator_config
 from .numbers import number_dtype
 from .operands import OperandSpec, copy_config
 from .plan import Plan, build
+from .reference.opinferrer import dipu_output_strides
 
 __all__ = ["Report", "explain"]
 
@@ -36,6 +37,9 @@ class Report:
     ``coalesced_stride_bytes`` (fastest first) come from the TensorIterator plan and are None
     when the call builds none (``empty_like``, or ``contiguous`` returning its input).
     ``steps`` lists ``(step, decision)`` in the order the decisions are made.
+    ``dipu_strides`` is what DIPU's OpInferrer (``reference.opinferrer``) gives the new output
+    of a functional elementwise call (None for other calls); ``str()`` adds a row for it where
+    it differs from torch's ``output_strides``.
     """
 
     op: str
@@ -49,6 +53,7 @@ class Report:
     coalesced_stride_bytes: tuple[tuple[int, ...], ...] | None
     steps: tuple[tuple[str, str], ...]
     plan: Plan | None = None
+    dipu_strides: tuple[int, ...] | None = None
 
     def __str__(self) -> str:
         """A header naming the output layout, then one row per step."""
@@ -58,7 +63,10 @@ class Report:
         )
         width = max(len("step"), *(len(name) for name, _ in self.steps))
         rows = [head, f"{'step'.ljust(width)} | decision", f"{'-' * width}-+-{'-' * 8}"]
-        for name, text in self.steps:
+        steps = self.steps
+        if self.dipu_strides is not None and self.dipu_strides != self.output_strides:
+            steps += (("DIPU OpInferrer", _dipu_note(self.dipu_strides, self.output_strides)),)
+        for name, text in steps:
             lines = _pack(text.split("; "), _LINE_WIDTH - width - 3)
             rows.append(f"{name.ljust(width)} | {lines[0]}")
             rows += [f"{' ' * width} | {line}" for line in lines[1:]]
@@ -66,6 +74,14 @@ class Report:
 
 
 _LINE_WIDTH = 100
+
+
+def _dipu_note(dipu: tuple[int, ...], torch_strides: tuple[int, ...]) -> str:
+    """The row that sets DIPU's output strides beside torch's."""
+    return (
+        f"would allocate strides {describe.strides(dipu)}; torch (followed here) gives "
+        f"{describe.strides(torch_strides)}"
+    )
 
 
 def _pack(parts: list[str], width: int) -> list[str]:
@@ -167,7 +183,11 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
     on_cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in (*args, out))
     plan = build([output, *inputs], config, cpu=not on_cuda)
     label = name + ("_" if inplace else "")
-    return _report(label, plan)
+    report = _report(label, plan)
+    if out is None and not inplace:  # DIPU's inferrer only allocates new outputs
+        layouts = [(spec.sizes, spec.strides) for spec in inputs]
+        report = replace(report, dipu_strides=dipu_output_strides(layouts))
+    return report
 
 
 def _report(label: str, plan: Plan, before: tuple[tuple[str, str], ...] = ()) -> Report:
