@@ -82,7 +82,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
-    // Storage bytes live in host memory from our allocator: ATen's CPU resize applies.
+    // Storage bytes live in host memory from our allocator: ATen's CPU resize applies, on
+    // the storage's device (the allocator allocates on the current one).
+    const DeviceScope scope(storage.device().index());
     at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
   }
 };

@@ -19,8 +19,19 @@ namespace {
 
 // aten::set_() gives `self` an empty storage; ATen's CPU version would take CPU's allocator.
 at::Tensor& set_empty_(at::Tensor& self) {
+  const DeviceScope scope(self.device().index());
   c10::Storage storage(c10::Storage::use_byte_size_t(), 0, allocator(), /*resizable=*/true);
   return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
+}
+
+// ATen's CPU resize allocates from the storage's allocator, which allocates on the current
+// device: make the tensor's device current, as CUDA's resize guards the tensor's device.
+const at::Tensor& resize_(
+    const at::Tensor& self,
+    c10::IntArrayRef size,
+    std::optional<c10::MemoryFormat> memory_format) {
+  const DeviceScope scope(self.device().index());
+  return at::native::resize_(self, size, memory_format);
 }
 
 } // namespace
@@ -37,7 +48,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
   m.impl("set_", TORCH_FN(set_empty_));
   // Host memory from our allocator: ATen's CPU resize (allocate, memcpy, free) applies.
-  m.impl("resize_", TORCH_FN(at::native::resize_));
+  m.impl("resize_", TORCH_FN(resize_));
 }
 
 } // namespace mydev
