@@ -93,7 +93,7 @@ class NewCopy:
         self.strides = strides
         self.dtype = dtype
         self.device = device
-        self.index = None if device.type == "cpu" else device.index or 0
+        self.index = None if device.type == "cpu" else -1 if device.index is None else device.index
         self.entry = entry
 
     def allocate(self) -> torch.Tensor:

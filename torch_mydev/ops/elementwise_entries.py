@@ -141,7 +141,7 @@ def fast_binary(
     if inplace:
         out, out_start = self, a_start
     else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
         out_start = out.data_ptr()
     if entry.kernel(out_start, a_start, b_start, *entry.args):
         raise RuntimeError("ZeroDivisionError")
@@ -251,7 +251,7 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
     if inplace:
         out, out_start = self, a_start
     else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, 0)
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
         out_start = out.data_ptr()
     entry.kernel(out_start, a_start, *entry.args)
     return out

@@ -46,7 +46,7 @@ def _check_options(
         raise RuntimeError(f"mydev supports only the strided layout, got {layout_}")
     if pin_memory:
         raise RuntimeError("Only dense CPU tensors can be pinned")
-    index = 0 if device is None or device.index is None else device.index
+    index = -1 if device is None or device.index is None else device.index  # -1: current
     _C._check_device(index)
     return index
 
@@ -130,7 +130,7 @@ def allocate(
     """An uninitialised strided tensor on mydev (our allocator) or on CPU (torch's)."""
     if device.type == "cpu":
         return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
-    index = 0 if device.index is None else device.index
+    index = -1 if device.index is None else device.index  # -1: the current device
     return empty_mydev(sizes, strides, dtype, index)
 
 

@@ -187,7 +187,7 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type
         if special is not None:
             return special(*[None if v is _MISSING else v for v in cpu_values])
         cpu_args, cpu_kwargs = fs.unbind(op_info, cpu_values)
-        return op_info.op(*cpu_args, **cpu_kwargs)
+        return ff.CPU_KERNELS.get(op_info.name, op_info.op)(*cpu_args, **cpu_kwargs)
 
     result = fr.lend(op_info, cpu_values, device, call) if op_info.random else call()
     for written, value, cpu_value in zip(op_info.written, values, cpu_values, strict=False):
