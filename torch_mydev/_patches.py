@@ -57,7 +57,20 @@ def patch_ir_is_cpu() -> None:
     ir.is_cpu = is_cpu
 
 
+def patch_cpp_device_to_aten() -> None:
+    """``torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN``: mydev is ``at::kPrivateUse1``.
+
+    The C++ wrapper (``cpp_wrapper=True``) names a buffer's device by this table
+    (``CppWrapperCpu.codegen_device`` -> ``aoti_torch_device_type_privateuse1()``) and asserts
+    for device types it lacks.
+    """
+    from torch._inductor.codegen import cpp_utils
+
+    cpp_utils.DEVICE_TO_ATEN.setdefault(DEVICE, "at::kPrivateUse1")
+
+
 def apply_inductor() -> None:
     """The inductor patches (called by ``torch_mydev.compile.backend.register``)."""
     patch_scheduler_node_is_cpu()
     patch_ir_is_cpu()
+    patch_cpp_device_to_aten()

@@ -22,8 +22,8 @@ from torch._inductor.codegen.common import (
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
+from torch._inductor.codegen.wrapper import ExternKernelMultiOutLine, SubgraphPythonWrapperCodegen
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen as _PythonWrapper
-from torch._inductor.codegen.wrapper import SubgraphPythonWrapperCodegen
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 
 from torch_mydev import _patches
@@ -100,6 +100,9 @@ class PythonWrapperCodegen(_PythonWrapper):
 
     def write_header(self) -> None:
         super().write_header()
+        self.imports.writeline(
+            "from torch_mydev.compile.extern import run_multi_out as mydev_run_multi_out"
+        )
         self.imports.writeline("from torch_mydev.compile.extern import run_out as mydev_run_out")
 
     def _generate_kernel_call_helper(
@@ -129,6 +132,32 @@ class PythonWrapperCodegen(_PythonWrapper):
         args = [kernel, *args, f"out={out_view if out_view else out}"]
         self.writeline(f"mydev_run_out({', '.join(args)})")
 
+    def generate_extern_kernel_multi_out(self, node: Any) -> None:
+        device = node.get_device()
+        if device is None or device.type != DEVICE:
+            super().generate_extern_kernel_multi_out(node)
+            return
+        for out_node in node.out_variant_output_nodes:
+            self.codegen_allocation(out_node)
+        self.writeline(_MultiOutLine(self, node))
+        for out_node in node.out_variant_output_nodes:
+            if isinstance(out_node.layout, torch._inductor.ir.Layout):
+                out_node.codegen_size_asserts(self)
+
+
+class _MultiOutLine(ExternKernelMultiOutLine):
+    """``ExternKernelMultiOutLine.codegen`` (``buf = kernel(x, values=b0, indices=b1)``) with
+    the call made by `torch_mydev.compile.extern.run_multi_out`."""
+
+    def codegen(self, code: Any) -> None:
+        node = self.node
+        names = tuple(node.out_arg_names)
+        args = [f"{names!r}", node.get_kernel_name(), *node.codegen_args()]
+        args += node.codegen_kwargs()
+        for out_name, out_node in zip(names, node.out_variant_output_nodes, strict=True):
+            args.append(f"{out_name}={out_node.get_name()}")
+        code.writeline(f"{node.get_name()} = mydev_run_multi_out({', '.join(args)})")
+
 
 class CppWrapperCodegen(CppWrapperCpu):
     """Inductor's C++ wrapper for CPU (``cpp_wrapper=True``), made for mydev graphs."""
@@ -141,6 +170,20 @@ class CppWrapperCodegen(CppWrapperCpu):
         partition_signatures: Any = None,
     ) -> CppWrapperCpu:
         return CppWrapperCodegen()
+
+    @staticmethod
+    def get_c_shim_func_name(kernel: str, device: str) -> str:
+        # ``aoti_torch_cpu_<op>`` runs the CPU kernel (``at::cpu::<op>``, no dispatch) on the
+        # mydev tensors' host memory: their outputs were allocated on mydev by the wrapper.
+        return CppWrapperCpu.get_c_shim_func_name(kernel, "cpu" if device == DEVICE else device)
+
+    @staticmethod
+    def get_device_include_path_jit(device: str) -> str:
+        return CppWrapperCpu.get_device_include_path_jit("cpu" if device == DEVICE else device)
+
+    @staticmethod
+    def get_device_include_path_aot(device: str) -> str:
+        return CppWrapperCpu.get_device_include_path_aot("cpu" if device == DEVICE else device)
 
 
 __all__ = [

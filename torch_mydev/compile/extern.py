@@ -39,3 +39,12 @@ def run_out(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Call ``kernel(*args, **kwargs)`` (an ``out=`` form) on CPU aliases of mydev tensors."""
     alias = _aliaser()
     kernel(*(alias(a) for a in args), **{k: alias(v) for k, v in kwargs.items()})
+
+
+def run_multi_out(
+    names: tuple[str, ...], kernel: Callable[..., Any], *args: Any, **kwargs: Any
+) -> tuple[Any, ...]:
+    """`run_out` for a kernel with several ``out`` keywords (``values=``, ``indices=``):
+    returns the mydev outputs named by `names`, as the ``out=`` form returns its outputs."""
+    run_out(kernel, *args, **kwargs)
+    return tuple(kwargs[name] for name in names)
