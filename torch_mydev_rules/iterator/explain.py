@@ -38,8 +38,8 @@ class Report:
     when the call builds none (``empty_like``, or ``contiguous`` returning its input).
     ``steps`` lists ``(step, decision)`` in the order the decisions are made.
     ``dipu_strides`` is what DIPU's OpInferrer (``reference.opinferrer``) gives the new output
-    of a functional elementwise call (None for other calls); ``str()`` adds a row for it where
-    it differs from torch's ``output_strides``.
+    of a functional elementwise call (None for other calls); with ``show_dipu`` (``explain(...,
+    dipu=True)``) ``str()`` adds a row for it where it differs from torch's ``output_strides``.
     """
 
     op: str
@@ -54,6 +54,7 @@ class Report:
     steps: tuple[tuple[str, str], ...]
     plan: Plan | None = None
     dipu_strides: tuple[int, ...] | None = None
+    show_dipu: bool = False
 
     def __str__(self) -> str:
         """A header naming the output layout, then one row per step."""
@@ -64,8 +65,9 @@ class Report:
         width = max(len("step"), *(len(name) for name, _ in self.steps))
         rows = [head, f"{'step'.ljust(width)} | decision", f"{'-' * width}-+-{'-' * 8}"]
         steps = self.steps
-        if self.dipu_strides is not None and self.dipu_strides != self.output_strides:
-            steps += (("DIPU OpInferrer", _dipu_note(self.dipu_strides, self.output_strides)),)
+        dipu = self.dipu_strides
+        if self.show_dipu and dipu is not None and dipu != self.output_strides:
+            steps += (("DIPU OpInferrer", _dipu_note(dipu, self.output_strides)),)
         for name, text in steps:
             lines = _pack(text.split("; "), _LINE_WIDTH - width - 3)
             rows.append(f"{name.ljust(width)} | {lines[0]}")
@@ -289,8 +291,17 @@ def explain(op: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> Report:
     ``Tensor`` methods, in-place ``Tensor.add_`` forms and ``operator`` equivalents too) or
     one of ``"copy_"`` (``explain("copy_", dst, src)``), ``"contiguous"``, ``"clone"``,
     ``"empty_like"`` (each taking ``memory_format=``). Nothing is computed or allocated:
-    only sizes, strides and dtypes are read.
+    only sizes, strides and dtypes are read. ``dipu=True`` adds a last row with the strides
+    DIPU's OpInferrer would give a functional elementwise op's output, where they differ from
+    torch's (``Report.dipu_strides`` holds them either way).
     """
+    show_dipu = bool(kwargs.pop("dipu", False))
+    report = _explain(op, args, kwargs)
+    return replace(report, show_dipu=True) if show_dipu else report
+
+
+def _explain(op: Callable[..., Any] | str, args: tuple, kwargs: dict[str, Any]) -> Report:
+    """``explain`` without its own keyword."""
     if isinstance(op, str):
         if op == "copy_":
             if len(args) != 2 or kwargs:
