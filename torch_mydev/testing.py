@@ -35,11 +35,11 @@ import torch
 from torch_mydev._names import DEVICE
 from torch_mydev_rules.layout import is_non_overlapping_and_dense
 
-__all__ = ["Report", "compare"]
+__all__ = ["Comparison", "compare"]
 
 
 @dataclass
-class Report:
+class Comparison:
     """What ``compare`` saw: both results (or exceptions) and the differences found.
 
     ``checked`` counts the tensors compared (outputs, inputs after the call, gradients).
@@ -64,6 +64,10 @@ class Report:
         return "mydev differs from CPU:\n" + "\n".join(f"  {d}" for d in self.differences)
 
 
+# The former name (``torch_mydev.Report`` is explain's report, a different thing).
+Report = Comparison
+
+
 def compare(
     fn: Callable[..., Any],
     *args: Any,
@@ -71,7 +75,7 @@ def compare(
     rtol: float | None = None,
     check_strides: bool = True,
     **kwargs: Any,
-) -> Report:
+) -> Comparison:
     """Run ``fn`` on CPU copies and on mydev copies of its tensor arguments; compare.
 
     Tensors may sit anywhere in ``args``/``kwargs``, nested in lists, tuples and dicts, and
@@ -84,12 +88,12 @@ def compare(
     Random numbers: ``torch.manual_seed`` seeds mydev's generator too, and mydev draws the
     same stream CPU does, so a ``fn`` that seeds first compares equal.
 
-    Returns the ``Report`` when nothing differs, raises ``AssertionError`` listing every
+    Returns the ``Comparison`` when nothing differs, raises ``AssertionError`` listing every
     difference otherwise.
     """
     if (atol is None) != (rtol is None):  # assert_close wants both or neither
         atol, rtol = atol or 0.0, rtol or 0.0
-    report = Report()
+    report = Comparison()
     report.cpu, report.cpu_error, cpu_inputs = _run(fn, args, kwargs, torch.device("cpu"))
     report.mydev, report.mydev_error, dev_inputs = _run(fn, args, kwargs, torch.device(DEVICE))
     checker = _Checker(report, atol, rtol, check_strides)
@@ -187,7 +191,7 @@ class _Checker:
     """Walks two results side by side and writes each difference into the report."""
 
     def __init__(
-        self, report: Report, atol: float | None, rtol: float | None, check_strides: bool
+        self, report: Comparison, atol: float | None, rtol: float | None, check_strides: bool
     ) -> None:
         self.report = report
         self.atol = atol
