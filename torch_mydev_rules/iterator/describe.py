@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .dtypes import TypeInfo
+from .compute_types import TypeInfo
 from .fast_setup import FastSetup, FastSetupType
 from .operands import OperandSpec
 from .shape import ShapeInfo

@@ -20,7 +20,7 @@ import torch
 
 from . import describe
 from .coalesce import coalesce_dimensions
-from .dtypes import compute_types
+from .compute_types import compute_types
 from .fast_setup import FastSetupType, compute_fast_setup_type, fast_set_up
 from .operands import IteratorConfig, OperandSpec
 from .shape import check_mem_overlaps, compute_shape, mark_resize_outputs
