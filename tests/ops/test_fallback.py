@@ -351,7 +351,7 @@ def test_a_view_op_reaching_the_fallback_raises():
         lambda t: torch.index_select(t, 0, torch.tensor([7]).to(t.device)),
         lambda t: torch.cat([t, t[None]]),
         lambda t: t.sin_().view(5),
-        lambda t: torch.ops.aten._thnn_fused_lstm_cell(t, t, t),
+        lambda t: torch.ops.aten.miopen_batch_norm(t, t[0], None, None, None, True, 0.1, 1e-5),
     ],
     ids=["IndexError", "RuntimeError", "view_size", "NotImplementedError"],
 )

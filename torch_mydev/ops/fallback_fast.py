@@ -17,6 +17,7 @@ from torch_mydev._names import DEVICE
 from torch_mydev.ops import fallback_copy as fc
 from torch_mydev.ops import fallback_devices as fd
 from torch_mydev.ops import fallback_schema as fs
+from torch_mydev.ops.fallback_rnn import KERNELS as CPU_KERNELS
 
 __all__ = ["run_fast"]
 
@@ -88,7 +89,8 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
     for value in kwargs.values():
         if isinstance(value, torch.device):
             device = value
-    result = op_info.op(*cpu_args, **cpu_kwargs)
+    kernel = CPU_KERNELS.get(op_info.name, op_info.op)
+    result = kernel(*cpu_args, **cpu_kwargs)
     for value, where in _written(op_info, args, kwargs):
         cpu = cpu_args[where] if isinstance(where, int) else cpu_kwargs[where]
         fc.write_back(value, cpu)

@@ -1,0 +1,224 @@
+"""The CPU fallback's semantics against torch CPU (and CUDA's device rules).
+
+Python-number overloads, out= tensors CPU restrides, the fused RNN cells, mixed-device
+calls, and the zero-copy path against the copy path. Truth: the same call on CPU tensors.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_mydev
+from tests.ops.helpers import same_bits, same_layout
+from torch_mydev.ops import fallback, fallback_copy
+
+
+@pytest.fixture(autouse=True)
+def fresh_stats():
+    torch_mydev.reset_fallback_stats()
+    yield
+    torch_mydev.reset_fallback_stats()
+
+
+@pytest.fixture(params=[True, False], ids=["zero_copy", "copy"])
+def path(request, monkeypatch):
+    """Run a test on the zero-copy path and on the copy path (``fallback.zero_copy``)."""
+    monkeypatch.setattr(fallback, "zero_copy", request.param)
+    return request.param
+
+
+def _same(cpu: torch.Tensor, dev: torch.Tensor) -> None:
+    assert dev.device.type == "mydev"
+    assert cpu.dtype == dev.dtype
+    assert same_layout(cpu, dev), (cpu.shape, dev.shape, cpu.stride(), dev.stride())
+    assert same_bits(cpu, dev)
+
+
+def _both(call, *cpu_args):
+    """``call`` on CPU and on mydev copies: same result, or the same exception type."""
+    dev_args = [a.to("mydev") if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    try:
+        expected = call(*cpu_args)
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        with pytest.raises(type(error)):
+            call(*dev_args)
+        return
+    result = call(*dev_args)
+    if isinstance(expected, torch.Tensor):
+        _same(expected, result)
+    else:
+        for c, d in zip(expected, result, strict=True):
+            _same(c, d)
+
+
+INTS = torch.arange(-6, 6).reshape(3, 4)
+FLOATS = torch.linspace(-3, 3, 12).reshape(3, 4)
+
+NUMBER_FORMS = {
+    "remainder_int": (lambda i, x: i % 4),
+    "remainder_float": (lambda i, x: x % 2.5),
+    "rremainder": (lambda i, x: 7 % i[i != 0]),
+    "fmod": (lambda i, x: torch.fmod(i, 3)),
+    "and": (lambda i, x: i & 1),
+    "or": (lambda i, x: i | 2),
+    "xor": (lambda i, x: i ^ 3),
+    "copysign": (lambda i, x: torch.copysign(x, -1.0)),
+    "xlogy": (lambda i, x: torch.xlogy(x, 2.0)),
+    "xlogy_self_number": (lambda i, x: torch.xlogy(2.0, x)),
+    "take_along_dim_negative": (
+        lambda i, x: torch.take_along_dim(x, torch.tensor([[-1], [0], [-4]]).to(x.device), 1)
+    ),
+    "remainder_by_zero": (lambda i, x: i % 0),
+    "remainder_out": (lambda i, x: torch.remainder(i, 4, out=torch.empty_like(i))),
+    "copysign_out": (lambda i, x: torch.copysign(x, -1.0, out=torch.empty(0, device=x.device))),
+}
+
+
+@pytest.mark.parametrize("call", NUMBER_FORMS.values(), ids=NUMBER_FORMS.keys())
+def test_python_number_overloads(call, path):
+    _both(call, INTS, FLOATS)
+
+
+def test_remainder_by_zero_raises_cpus_error_type():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError") as on_cpu:
+        INTS % 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError") as on_mydev:
+        INTS.to("mydev") % 0
+    assert on_cpu.type is on_mydev.type
+    assert torch_mydev.fallback_stats() == {"aten::remainder.Scalar_out": 1}
+
+
+def test_the_called_overload_is_counted():
+    torch.copysign(FLOATS.to("mydev"), -1.0)
+    assert list(torch_mydev.fallback_stats()) == ["aten::copysign.Scalar_out"]
+
+
+# --------------------------------------------------------------------- restrided outputs
+
+
+def test_lstsq_restrides_its_outputs_like_cpu(path):
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.randn(5, 3, generator=gen), torch.randn(5, 2, generator=gen)
+    expected = torch.linalg.lstsq(a, b)
+    result = torch.linalg.lstsq(a.to("mydev"), b.to("mydev"))
+    for c, d in zip(expected, result, strict=True):
+        assert c.shape == d.shape and c.stride() == d.stride()
+        torch.testing.assert_close(d.cpu(), c)
+
+
+@pytest.mark.parametrize("start", [(0,), (2, 2), (40,)], ids=["empty", "small", "big"])
+def test_out_resized_and_restrided_like_cpu(start, path):
+    gen = torch.Generator().manual_seed(4)
+    a = torch.randn(4, 3, generator=gen)
+    cpu_out = torch.empty(start)
+    dev_out = cpu_out.to("mydev")
+    torch.linalg.inv(a[:3], out=cpu_out)
+    torch.linalg.inv(a[:3].to("mydev"), out=dev_out)
+    assert cpu_out.stride() == dev_out.stride()
+    _same(cpu_out, dev_out)
+
+
+# ----------------------------------------------------------------------------- RNNs
+
+
+@pytest.mark.parametrize("module", [torch.nn.LSTM, torch.nn.GRU, torch.nn.LSTMCell])
+def test_rnn_forward_and_backward_like_cpu(module):
+    torch.manual_seed(0)
+    cpu = module(4, 5) if module is torch.nn.LSTMCell else module(4, 5, num_layers=2)
+    dev = type(cpu)(4, 5) if module is torch.nn.LSTMCell else module(4, 5, num_layers=2)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("mydev")
+    x = torch.randn(3, 4) if module is torch.nn.LSTMCell else torch.randn(6, 3, 4)
+    y_cpu = cpu(x)[0]
+    y_dev = dev(x.to("mydev"))[0]
+    torch.testing.assert_close(y_dev.cpu(), y_cpu)
+    (y_cpu * y_cpu).sum().backward()
+    (y_dev * y_dev).sum().backward()
+    for p, q in zip(cpu.parameters(), dev.parameters(), strict=True):
+        torch.testing.assert_close(q.grad.cpu(), p.grad)
+    assert any("fused" in name for name in torch_mydev.fallback_stats())
+
+
+# --------------------------------------------------------------------------- devices
+
+MIXED = {
+    "mm": lambda d: torch.mm(d, torch.ones(2, 2)),
+    "cat": lambda d: torch.cat([d, torch.ones(2, 2)]),
+    "sin_out_cpu": lambda d: torch.sin(d, out=torch.zeros(2, 2)),
+    "sin_out_cpu_0dim": lambda d: torch.sin(d[0, 0], out=torch.zeros(())),
+    "add_native": lambda d: d + torch.ones(2, 2),
+    "mul_native_inplace": lambda d: d.mul_(torch.ones(2, 2)),
+    "where": lambda d: torch.where(d > 0, d, torch.ones(2, 2)),
+}
+
+
+@pytest.mark.parametrize("call", MIXED.values(), ids=MIXED.keys())
+def test_mixed_devices_raise_like_cuda(call, path):
+    dev = torch.full((2, 2), 3.0, device="mydev")
+    with pytest.raises(RuntimeError, match=r"^Expected all tensors to be on the same device, "):
+        call(dev)
+    assert torch.equal(dev.cpu(), torch.full((2, 2), 3.0))  # nothing written
+
+
+def test_mixed_device_message_names_both_devices():
+    dev = torch.ones(2, 2, device="mydev")
+    message = "but found at least two devices, mydev:0 and cpu!"
+    with pytest.raises(RuntimeError, match=message):
+        torch.mm(dev, torch.ones(2, 2))
+    if torch.mydev.device_count() > 1:
+        other = torch.zeros(2, 2, device="mydev:1")
+        with pytest.raises(RuntimeError, match="mydev:0 and mydev:1!"):
+            torch.sin(dev, out=other)
+        assert torch.equal(other.cpu(), torch.zeros(2, 2))
+
+
+def test_zero_dim_cpu_tensors_join_mydev_inputs(path):
+    cpu = torch.arange(6.0).reshape(2, 3)
+    scalar = torch.tensor(2.5)
+    _same(torch.atan2(cpu, scalar), torch.atan2(cpu.to("mydev"), scalar))
+    _same(torch.xlogy(cpu, scalar), torch.xlogy(cpu.to("mydev"), scalar))
+
+
+def test_cpu_indices_are_allowed_for_indexing_as_on_cuda():
+    cpu = torch.arange(12.0).reshape(3, 4)
+    index = torch.tensor([2, 0])
+    _same(cpu[index], cpu.to("mydev")[index])
+
+
+# -------------------------------------------------------------------------- zero-copy
+
+
+def test_zero_copy_moves_no_argument(monkeypatch):
+    moves = []
+    original = fallback_copy.move
+    monkeypatch.setattr(fallback_copy, "move", lambda t, d: moves.append(d) or original(t, d))
+    dev = torch.randn(3, 4).to("mydev")
+    out = torch.empty(3, 4, device="mydev")
+    dev.sin_()
+    torch.cos(dev, out=out)
+    torch.mm(dev, dev.t(), out=torch.empty(3, 3, device="mydev"))
+    assert moves == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: torch.sin(t[:4], out=t[2:6]),
+        lambda t: torch.cumsum(t[:4], 0, out=t[1:5]),
+    ],
+    ids=["sin_partial_overlap", "cumsum_partial_overlap"],
+)
+def test_aliases_of_one_storage_share_one_cpu_storage(call, path):
+    _both(call, torch.arange(8.0))
+
+
+def test_views_of_one_storage_in_place(path):
+    cpu = torch.arange(16.0).reshape(4, 4)
+    dev = cpu.to("mydev")
+    cpu[1:3].mul_(cpu[2:4].exp())
+    dev[1:3].mul_(dev[2:4].exp())
+    _same(cpu, dev)
+    torch.addcmul(cpu[0], cpu[1], cpu[2], out=cpu[3])
+    torch.addcmul(dev[0], dev[1], dev[2], out=dev[3])
+    _same(cpu, dev)
