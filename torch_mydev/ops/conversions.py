@@ -24,12 +24,13 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
 
     ``self`` is on mydev (clone dispatches on it), and so is the result.
     """
-    facts = _signature(self)
-    if facts is None or facts[1]:  # no host storage, or a lazy conjugate/negative bit
+    signature = _signature(self)  # None, or (key, lazy bits, start, base, storage bytes)
+    if signature is not None:
+        key, lazy_bits, start, base, nbytes = signature
+    if signature is None or lazy_bits:  # no host storage, or a lazy conjugate/negative bit
         strides, entry = _new_layout(self, self.dtype, memory_format)
         out = empty_mydev(self.shape, strides, self.dtype, self.get_device())
         return copy_into_new(out, self, entry)
-    key, _, start, base, nbytes = facts
     new = _by_signature.peek((key, None, memory_format))
     if new is None:
         new = _new_copy((key, None, memory_format), self, self.dtype, memory_format, self.device)
@@ -57,12 +58,13 @@ def _to_copy(
             f"self.layout being {self.layout} and options.layout set as {layout}"
         )
     target = self.device if device is None else torch.device(device)
-    facts = _signature(self)
-    if facts is None or facts[1]:
+    signature = _signature(self)
+    if signature is not None:
+        key, lazy_bits, start, base, nbytes = signature
+    if signature is None or lazy_bits:
         strides, entry = _new_layout(self, dtype or self.dtype, memory_format)
         out = allocate(tuple(self.shape), strides, dtype or self.dtype, target)
         return copy_into_new(out, self, entry)
-    key, _, start, base, nbytes = facts
     cache_key = (key, dtype, memory_format, target)
     new = _by_signature.peek(cache_key)
     if new is None:
