@@ -1,0 +1,113 @@
+"""Random ops in the CPU fallback: each generator's stream depends only on its own calls.
+
+Truth: a single-threaded run with the same seeds. The fallback lends a mydev generator's
+state to a CPU generator argument and never touches CPU's default generator
+(torch_mydev/ops/fallback_random.py).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import torch_mydev
+from torch_mydev.ops import fallback
+
+DRAWS = 20
+
+
+def _explicit(seed: int) -> list[torch.Tensor]:
+    g = torch.Generator(device="mydev").manual_seed(seed)
+    out = []
+    for _ in range(DRAWS):
+        out.append(torch.randn(8, generator=g, device="mydev").cpu())
+        out.append(torch.empty(5, device="mydev").uniform_(generator=g).cpu())
+    return out
+
+
+def _mydev_default() -> list[torch.Tensor]:
+    return [torch.randn(8, device="mydev").cpu() for _ in range(DRAWS)]
+
+
+def _cpu_default() -> list[torch.Tensor]:
+    return [torch.randn(8) for _ in range(DRAWS)]
+
+
+@pytest.mark.parametrize("zero_copy", [True, False], ids=["zero_copy", "copy"])
+def test_eight_threads_draw_what_one_thread_draws(zero_copy, monkeypatch):
+    monkeypatch.setattr(fallback, "zero_copy", zero_copy)
+    seeds = [101 + i for i in range(6)]
+    torch.manual_seed(7)  # CPU and mydev default generators
+    expected = {"cpu": _cpu_default(), "mydev": _mydev_default()}
+    for seed in seeds:
+        expected[seed] = _explicit(seed)
+
+    torch.manual_seed(7)
+    results: dict = {}
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def run(key, fn):
+        try:
+            barrier.wait()
+            results[key] = fn()
+        except BaseException as error:  # reported below, with its thread's key
+            errors.append(error)
+
+    jobs = [("cpu", _cpu_default), ("mydev", _mydev_default)]
+    jobs += [(seed, lambda s=seed: _explicit(s)) for seed in seeds]
+    threads = [threading.Thread(target=run, args=job) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for key, values in expected.items():
+        for a, b in zip(values, results[key], strict=True):
+            assert torch.equal(a, b), key
+
+
+def test_explicit_generator_leaves_default_streams_alone():
+    torch.manual_seed(3)
+    reference_mydev = torch.randn(4, device="mydev").cpu()
+    reference_cpu = torch.randn(4)
+    torch.manual_seed(3)
+    g = torch.Generator(device="mydev").manual_seed(9)
+    torch.randn(100, generator=g, device="mydev")
+    torch.randperm(10, generator=g, device="mydev")
+    assert torch.equal(torch.randn(4, device="mydev").cpu(), reference_mydev)
+    assert torch.equal(torch.randn(4), reference_cpu)
+
+
+def test_random_op_without_generator_argument_uses_mydev_default():
+    torch.manual_seed(5)
+    cpu_first = torch.randn(3)
+    torch.manual_seed(5)
+    expected = [torch.randperm(9), torch.randint(0, 5, (6,)), torch.rand(3)]
+    torch.manual_seed(5)
+    result = [
+        torch.randperm(9, device="mydev"),
+        torch.randint(0, 5, (6,), device="mydev"),
+        torch.rand(3, device="mydev"),
+    ]
+    for a, b in zip(expected, result, strict=True):
+        assert b.device.type == "mydev" and torch.equal(a, b.cpu())
+    assert torch.equal(torch.randn(3), cpu_first)  # CPU's default generator did not move
+
+
+def test_native_dropout_draws_like_cpu():
+    x = torch.randn(50)
+    torch.manual_seed(2)
+    out, mask = torch.native_dropout(x, 0.3, True)
+    torch.manual_seed(2)
+    dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.3, True)
+    assert torch.equal(out, dev_out.cpu()) and torch.equal(mask, dev_mask.cpu())
+    assert dev_mask.dtype == mask.dtype == torch.bool
+    assert "aten::native_dropout" in torch_mydev.fallback_stats()
+
+
+def test_cpu_generator_for_a_mydev_op_is_refused():
+    with pytest.raises(RuntimeError, match="Expected a 'mydev' device type for generator"):
+        torch.randn(3, generator=torch.Generator(), device="mydev")
