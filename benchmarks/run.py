@@ -274,6 +274,43 @@ def bench_add(mode: Mode, out: Results) -> None:
         del da, db
 
 
+def bench_fallback(mode: Mode, out: Results) -> None:
+    """An op with no mydev kernel (CPU fallback): the zero-copy path and the copy path.
+
+    ``sin`` (functional: CPU writes straight into a mydev-allocated out= alias) at 1K and
+    the big size, and ``v @ w`` (64x256 @ 256x256), each on both paths of
+    ``torch_mydev.ops.fallback`` (``zero_copy``; ``TORCH_MYDEV_FALLBACK_COPY=1`` selects
+    the copy path at import), against torch CPU in the same run.
+    """
+    from torch_mydev.ops import fallback
+
+    small = next(k for k, v in mode.sizes.items() if v == 1 << 10)
+    big = next(k for k, v in mode.sizes.items() if v == mode.big)
+    cases = []
+    for label, n in ((small, 1 << 10), (big, mode.big)):
+        cpu_x = torch.randn(n)
+        cases.append(("fallback op: sin", label, cpu_x, lambda t: torch.sin(t)))
+    v, w = torch.randn(64, 256), torch.randn(256, 256)
+    cases.append(("fallback op: v @ w 64x256 @ 256x256", "64x256", (v, w), lambda t: t[0] @ t[1]))
+    saved = fallback.zero_copy
+    try:
+        for case, label, cpu_args, fn in cases:
+            dev_args = (
+                tuple(a.to("mydev") for a in cpu_args)
+                if isinstance(cpu_args, tuple)
+                else cpu_args.to("mydev")
+            )
+            for zero_copy, path in ((False, "copy path (before)"), (True, "zero-copy")):
+                fallback.zero_copy = zero_copy
+                mine, ref, noise = time_pair(
+                    mode, lambda f=fn, a=dev_args: f(a), lambda f=fn, a=cpu_args: f(a)
+                )
+                out.rows.append(Row(case, label, mine, ref, path=path, noise=noise))
+            del dev_args
+    finally:
+        fallback.zero_copy = saved
+
+
 def bench_small_ops(mode: Mode, out: Results) -> None:
     """1K elements: the Python path per call dominates."""
     cpu_t = torch.randn(32, 32).t()
@@ -669,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_casts,
         bench_broadcast,
         bench_add,
+        bench_fallback,
         bench_clone_memory,
         bench_floors,
         bench_thp_reference,
