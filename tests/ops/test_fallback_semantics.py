@@ -107,6 +107,7 @@ def test_lstsq_restrides_its_outputs_like_cpu(path):
         torch.testing.assert_close(d.cpu(), c)
 
 
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
 @pytest.mark.parametrize("start", [(0,), (2, 2), (40,)], ids=["empty", "small", "big"])
 def test_out_resized_and_restrided_like_cpu(start, path):
     gen = torch.Generator().manual_seed(4)
@@ -222,3 +223,8 @@ def test_views_of_one_storage_in_place(path):
     torch.addcmul(cpu[0], cpu[1], cpu[2], out=cpu[3])
     torch.addcmul(dev[0], dev[1], dev[2], out=dev[3])
     _same(cpu, dev)
+
+
+def test_one_tensor_passed_twice_is_one_cpu_tensor(path):
+    _both(lambda t: torch.atan2(t, t, out=t), torch.linspace(-1, 1, 6))
+    _both(lambda t: torch.cat([t, t, t[1:]]), torch.arange(6.0))

@@ -28,13 +28,14 @@ _Tensor = torch.Tensor
 class _Call:
     """The CPU side of one call: aliases made so far and what the arguments hold."""
 
-    __slots__ = ("device", "first", "originals", "other")
+    __slots__ = ("device", "first", "originals", "other", "seen")
 
     def __init__(self) -> None:
         self.device: torch.device | None = None  # the first mydev device (or device=)
         self.other: torch.device | None = None  # a second device that may not join
         self.first: dict[tuple[int, int], torch.Tensor] = {}
         self.originals: dict[int, torch.Tensor] = {}
+        self.seen: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> its alias
 
     def convert(self, value: Any) -> Any:
         if isinstance(value, _Tensor):
@@ -43,6 +44,9 @@ class _Call:
                 if value.dim() != 0 and self.other is None:
                     self.other = device
                 return value
+            alias = self.seen.get(id(value))
+            if alias is not None:  # one tensor passed twice is one CPU tensor
+                return alias
             if self.device is None:
                 self.device = device
             elif device != self.device and self.other is None:
@@ -54,6 +58,7 @@ class _Call:
             if like is None:
                 self.first[key] = alias
             self.originals[id(alias)] = value
+            self.seen[id(value)] = alias
             return alias
         if isinstance(value, (list, tuple)):
             return type(value)(self.convert(item) for item in value)
