@@ -231,10 +231,23 @@ class Registry {
     state.num_device_free = 0;
   }
 
+  // The device of the live block holding `ptr` (its first byte or any later one), or -1.
   c10::DeviceIndex device_of(const void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(const_cast<void*>(ptr));
-    return it == blocks_.end() ? c10::DeviceIndex(-1) : it->second.device;
+    if (it != blocks_.end()) {
+      return it->second.device;
+    }
+    // An address inside a block (a view's data pointer): a scan, as this is rare (from_blob
+    // without a device, DLPack) and the table is keyed for the allocation path.
+    const auto address = reinterpret_cast<uintptr_t>(ptr);
+    for (const auto& [start, block] : blocks_) {
+      const auto first = reinterpret_cast<uintptr_t>(start);
+      if (address >= first && address < first + block.nbytes) {
+        return block.device;
+      }
+    }
+    return -1;
   }
 
  private:

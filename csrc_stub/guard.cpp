@@ -96,6 +96,28 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return device_count();
   }
 
+  // The dtypes mydev kernels handle (torch_mydev/kernels/dtypes.py SUPPORTED_DTYPES; a test
+  // keeps the two lists equal): torch.accelerator.get_device_capability reports these.
+  c10::DeviceCapability getDeviceCapability(c10::Device device) const override {
+    check_device_index(device.index());
+    c10::DeviceCapability capability;
+    capability.capability_data.capability_bits = 0;
+    auto& types = capability.capability_data.supported_scalar_types;
+    types.has_Bool = 1;
+    types.has_Byte = 1;
+    types.has_Char = 1;
+    types.has_Short = 1;
+    types.has_Int = 1;
+    types.has_Long = 1;
+    types.has_Half = 1;
+    types.has_BFloat16 = 1;
+    types.has_Float = 1;
+    types.has_Double = 1;
+    types.has_ComplexFloat = 1;
+    types.has_ComplexDouble = 1;
+    return capability;
+  }
+
   void record(
       void** event,
       const c10::Stream& stream,

@@ -129,3 +129,13 @@ def test_current_stream_is_the_default_stream():
     stream = torch.accelerator.current_stream()
     assert stream.device == torch.device("mydev:0") and stream.stream_id == 0
     assert torch.accelerator.current_stream(1).device == torch.device("mydev:1")
+
+
+def test_device_capability_lists_the_dtypes_the_kernels_handle():
+    from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+
+    for index in range(torch.mydev.device_count()):
+        capability = torch.accelerator.get_device_capability(index)
+        assert set(capability["supported_dtypes"]) == set(SUPPORTED_DTYPES)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.accelerator.get_device_capability(torch.mydev.device_count())
