@@ -542,6 +542,47 @@ def bench_clone_memory(mode: Mode, out: Results) -> None:
         del result, dev
 
 
+COMPILE_CHAINS: dict[str, Callable[..., torch.Tensor]] = {
+    "(a*2+b).relu().sum(1)": lambda a, b: (a * 2 + b).relu().sum(1),
+    "(a*b).sigmoid() - b": lambda a, b: (a * b).sigmoid() - b,
+}
+
+
+def bench_compile(mode: Mode, out: Results) -> None:
+    """Fused chains under ``torch.compile`` (inductor): compiled mydev and eager mydev, each
+    against compiled torch CPU in the same run (docs/compile.md)."""
+    if mode.name == "smoke":
+        reason = "skipped (--smoke): each compile takes seconds"
+        print(f"  ... compile rows {reason}", file=sys.stderr)
+        out.rows.append(Row("torch.compile chains", "-", None, None, "torch CPU, compiled", reason))
+        return
+    import torch._dynamo
+
+    for name, fn in COMPILE_CHAINS.items():
+        for shape in ((64, 32), (2048, 2048)):
+            torch._dynamo.reset()
+            _compile_case(mode, out, name, fn, shape)
+    torch._dynamo.reset()
+
+
+def _compile_case(
+    mode: Mode, out: Results, name: str, fn: Callable[..., torch.Tensor], shape: tuple[int, int]
+) -> None:
+    size, ref_name = f"{shape[0]}x{shape[1]}", "torch CPU, compiled"
+    a, b = torch.randn(shape), torch.randn(shape)
+    da, db = a.to("mydev"), b.to("mydev")
+    compiled = torch.compile(fn, dynamic=False)
+    try:
+        mine, ref, noise = time_pair(mode, lambda: compiled(da, db), lambda: compiled(a, b))
+    except Exception as error:  # a failed compile becomes the row's note
+        first = str(error).splitlines()[0]
+        out.rows.append(Row(f"compiled {name}", size, None, None, ref_name, first[:60]))
+        return
+    out.rows.append(Row(f"compiled {name}", size, mine, ref, ref_name, "inductor C++", noise))
+    eager, ref, noise = time_pair(mode, lambda: fn(da, db), lambda: compiled(a, b))
+    out.rows.append(Row(f"eager {name}", size, eager, ref, ref_name, "mydev eager", noise))
+
+
 # ---- report ---------------------------------------------------------------------------------
 
 
@@ -710,6 +751,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_clone_memory,
         bench_floors,
         bench_thp_reference,
+        bench_compile,
         bench_cold_start,
     ):
         bench(mode, results)
