@@ -228,3 +228,35 @@ def test_views_of_one_storage_in_place(path):
 def test_one_tensor_passed_twice_is_one_cpu_tensor(path):
     _both(lambda t: torch.atan2(t, t, out=t), torch.linspace(-1, 1, 6))
     _both(lambda t: torch.cat([t, t, t[1:]]), torch.arange(6.0))
+
+
+# ------------------------------------------- ops whose composite would hide the CPU kernel
+
+
+def test_ops_with_cpu_kernels_and_composites_run_cpus_kernel():
+    names = {fallback.op_name(op) for op in fallback.CPU_KERNEL_OPS}
+    assert {"aten::native_layer_norm", "aten::native_group_norm", "aten::addr"} <= names
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, w, b: torch.nn.functional.layer_norm(x, (2, 3), w[0], b[0], eps=0.5),
+        lambda x, w, b: torch.nn.functional.group_norm(x.reshape(2, 6, 1), 3),
+        lambda x, w, b: torch.addr(x[0, 0], w[0, 0], b[0, 1], beta=0.5),
+        lambda x, w, b: torch.all(x > -1, dim=(0, 2)),
+    ],
+    ids=["layer_norm", "group_norm", "addr", "all_dims"],
+)
+def test_cpu_kernel_ops_match_cpu_bits(call):
+    gen = torch.Generator().manual_seed(8)
+    cpu = [torch.randn(2, 2, 3, generator=gen).requires_grad_() for _ in range(3)]
+    dev = [t.detach().to("mydev").requires_grad_() for t in cpu]
+    expected, result = call(*cpu), call(*dev)
+    _same(expected.detach(), result.detach())
+    if expected.requires_grad:
+        expected.sum().backward()
+        result.sum().backward()
+        for c, d in zip(cpu, dev, strict=True):
+            if c.grad is not None:
+                _same(c.grad, d.grad)

@@ -313,10 +313,45 @@ EXPLICIT: dict[str, Callable] = {
 }
 
 _libraries: list[torch.library.Library] = []
+CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
+
+
+def cpu_kernel_ops() -> list[torch._ops.OpOverload]:
+    """aten overloads with a CPU kernel that PrivateUse1 would run as their
+    CompositeExplicitAutograd kernel instead of reaching the fallback.
+
+    The dispatcher prefers a CompositeExplicitAutograd kernel to a backend fallback, so
+    ``native_layer_norm`` on mydev would run ``math_native_layer_norm`` (batch_norm +
+    addcmul) and differ from CPU's kernel in the last bits. Listed from the dispatcher
+    itself (torch 2.13: ``addr``, ``all.dims``, ``any.dims``, ``native_group_norm``,
+    ``native_layer_norm`` and their ``out`` forms); each is registered to run its CPU kernel
+    through the fallback.
+    """
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    found = []
+    for packet_name in torch._C._dispatch_get_all_op_names():
+        if not packet_name.startswith("aten::"):
+            continue
+        if not (has(packet_name, "CPU") and has(packet_name, "CompositeExplicitAutograd")):
+            continue
+        if has(packet_name, "PrivateUse1"):
+            continue
+        name, _, overload = packet_name.removeprefix("aten::").partition(".")
+        found.append(getattr(getattr(torch.ops.aten, name), overload or "default"))
+    return found
+
+
+def _boxed(op: torch._ops.OpOverload) -> Callable:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return run_on_cpu(op, args, kwargs)
+
+    kernel.__name__ = kernel.__qualname__ = f"cpu_kernel_{op_name(op)}"
+    return kernel
 
 
 def register() -> None:
-    """Register the boxed fallback and the ``EXPLICIT`` kernels for PrivateUse1 (once)."""
+    """Register the boxed fallback, the ``EXPLICIT`` kernels and the ``cpu_kernel_ops``
+    for PrivateUse1 (once)."""
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
@@ -324,4 +359,7 @@ def register() -> None:
     explicit = torch.library.Library("aten", "IMPL")
     for op, fn in EXPLICIT.items():
         explicit.impl(op, fn, "PrivateUse1")
+    CPU_KERNEL_OPS[:] = cpu_kernel_ops()
+    for op in CPU_KERNEL_OPS:
+        explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
     _libraries.extend((boxed, explicit))
