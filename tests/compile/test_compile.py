@@ -17,9 +17,9 @@ import torch
 import torch_mydev
 
 
-def compile_both(fn, *cpu_args, **options):
+def compile_both(fn, *cpu_args, device="mydev", **options):
     """``(mydev result, CPU result, fallback counts of the mydev call)``."""
-    dev_args = [a.to("mydev") if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    dev_args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in cpu_args]
     torch_mydev.reset_fallback_stats()
     mine = torch.compile(fn, **options)(*dev_args)
     stats = dict(torch_mydev.fallback_stats())
@@ -108,9 +108,11 @@ def test_extern_calls_mm_on_aliases_sort_through_the_fallback():
     def fn(x, y, z):
         return (x @ y).relu() + torch.addmm(z, x, y).sin(), torch.sort(x * 2, dim=1)[0] + 1
 
-    mine, theirs, stats = compile_both(fn, a, b, c)
+    last = torch.mydev.device_count() - 1  # outputs on the inputs' device, not the current one
+    mine, theirs, stats = compile_both(fn, a, b, c, device=f"mydev:{last}")
     for m, t in zip(mine, theirs, strict=True):
         assert_same(m, t)
+        assert m.device.index == last
     assert set(stats) == {"aten::sort.values_stable"}
 
 
@@ -137,12 +139,14 @@ def test_gpu_variants_division_by_a_constant_and_var_mean():
 def test_cpp_wrapper_mode():
     """The C++ wrapper; ``mm`` runs through ``aoti_torch_cpu_mm_out`` on the mydev buffers."""
     a, b = torch.randn(16, 8), torch.randn(16, 8)
+    last = torch.mydev.device_count() - 1
     with torch._inductor.config.patch(cpp_wrapper=True):
         mine, theirs, stats = compile_both(
-            lambda x, y: ((x * 2 + y).relu().sum(1), x @ y.t()), a, b
+            lambda x, y: ((x * 2 + y).relu().sum(1), x @ y.t()), a, b, device=f"mydev:{last}"
         )
     for m, t in zip(mine, theirs, strict=True):
         assert_same(m, t)
+        assert m.device.index == last
     assert stats == {}
 
 

@@ -133,6 +133,14 @@ class PythonWrapperCodegen(_PythonWrapper):
         args = [kernel, *args, f"out={out_view if out_view else out}"]
         self.writeline(f"mydev_run_out({', '.join(args)})")
 
+    def make_allocation(self, name, device, dtype, shape, stride, *args: Any, **kwargs: Any):
+        # Inductor names only the device type off cpu/cuda/xpu/mtia and relies on a device
+        # guard (GPUs only) for the index: mydev:1 buffers would land on the current device.
+        line = super().make_allocation(name, device, dtype, shape, stride, *args, **kwargs)
+        if device.type == DEVICE and device.index is not None:
+            line = line.replace(f"device='{DEVICE}'", f"device='{device}'", 1)
+        return line
+
     def generate_extern_kernel_multi_out(self, node: Any) -> None:
         device = node.get_device()
         if device is None or device.type != DEVICE:
