@@ -21,12 +21,14 @@ import torch  # noqa: F401  (loads libtorch before the stub that links against i
 from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
 from torch_mydev import compile as _compile
 from torch_mydev import device_module as _device_module
+from torch_mydev import runtime_surface as _runtime_surface
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import registry as _registry
 from torch_mydev.ops.fallback import FallbackWarning, fallback_stats, reset_fallback_stats
 from torch_mydev_rules.iterator import Report, explain
 
 _compile.install(_device_module.install(DEVICE))
+_runtime_surface.install()
 _registry.register()
 
 

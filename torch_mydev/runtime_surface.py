@@ -1,0 +1,30 @@
+"""Install the runtime functions of H3's modules on ``torch.mydev`` (serialization's device
+context managers, device properties, autocast, DLPack, profiler)."""
+
+from __future__ import annotations
+
+import torch
+
+from torch_mydev import device_info
+from torch_mydev._names import DEVICE
+
+_FUNCTIONS = (
+    device_info.device,
+    device_info.device_of,
+    device_info.init,
+    device_info.is_initialized,
+    device_info._lazy_init,
+    device_info.get_device_properties,
+    device_info.get_device_name,
+    device_info.get_device_capability,
+)
+
+
+def install() -> None:
+    """Add the functions to the device module (``torch.mydev``) and its ``__all__``."""
+    module = getattr(torch, DEVICE)
+    module._initialized = False
+    for fn in _FUNCTIONS:
+        setattr(module, fn.__name__, fn)
+        if not fn.__name__.startswith("_") and fn.__name__ not in module.__all__:
+            module.__all__.append(fn.__name__)
