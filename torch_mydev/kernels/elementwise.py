@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from torch_mydev_rules.iterator.numbers import number_dtype
+from torch_mydev_rules.iterator.numbers import number_dtype, number_key
 
 from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
 from .operand import Operand
@@ -267,7 +267,7 @@ def scalar_bytes(value: bool | int | float | complex, dtype: torch.dtype) -> np.
     complex128) and goes through the copy kernel, so integers wrap, floats truncate toward
     zero into integers, and float64 reaches float16/bfloat16 through float32, as torch does.
     """
-    return np.frombuffer(_cached_scalar_bytes(_number_key(value), dtype), dtype=np.uint8).copy()
+    return np.frombuffer(_cached_scalar_bytes(number_key(value), dtype), dtype=np.uint8).copy()
 
 
 def read_scalar(source: Operand, dtype: torch.dtype) -> np.ndarray:
@@ -278,21 +278,13 @@ def read_scalar(source: Operand, dtype: torch.dtype) -> np.ndarray:
 # ---- helpers ---------------------------------------------------------------------------------
 
 
-def _number_key(value: bool | int | float | complex) -> tuple:
-    """A cache key that tells apart what ``==`` confuses: 1, 1.0, True; 0.0, -0.0; NaNs."""
-    if isinstance(value, float):
-        return (float, struct.pack("<d", value))
-    if isinstance(value, complex):
-        return (complex, struct.pack("<dd", value.real, value.imag))
-    return (type(value), value)
-
-
 @functools.lru_cache(maxsize=4096)
 def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
+    """``scalar_bytes`` by ``numbers.number_key``: the number itself, or its IEEE bytes."""
     kind, raw = key
-    if kind is float:
+    if kind is float and isinstance(raw, bytes):
         value = struct.unpack("<d", raw)[0]
-    elif kind is complex:
+    elif kind is complex and isinstance(raw, bytes):
         value = complex(*struct.unpack("<dd", raw))
     else:
         value = raw
