@@ -172,3 +172,28 @@ def test_import_does_not_load_dynamo_or_inductor():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_other_backends_do_not_trace_mydev_kernels():
+    """``aot_eager`` never loads the inductor backend; eager mydev ops inside the compiled
+    function (backward, the optimizer step after a graph break) must still run untraced:
+    dynamo skips torch_mydev's files from the moment it loads (``dynamo_skip``)."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    x = torch.randn(5, 4)
+    params = []
+    for device in ("mydev", "cpu"):
+        model = __import__("copy").deepcopy(net).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        @torch.compile(backend="aot_eager")
+        def step(x, model=model, opt=opt):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+
+        step(x.to(device))
+        params.append([p.detach() for p in model.parameters()])
+        del step, opt, model
+    for mine, theirs in zip(*params, strict=True):
+        assert_same(mine, theirs)

@@ -15,6 +15,8 @@ import sys
 import types
 from typing import Any
 
+from torch_mydev.compile import dynamo_skip
+
 _BACKEND_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
 
 
@@ -36,6 +38,7 @@ def install(module: types.ModuleType) -> None:
     without mydev), the backend registers now: inductor is loaded anyway.
     """
     module.__getattr__ = _lazy_backend_attribute  # type: ignore[method-assign]
+    dynamo_skip.install()
     if "torch._inductor.codegen.common" in sys.modules:
         from torch_mydev.compile import backend
 

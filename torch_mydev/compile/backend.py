@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-import torch._dynamo.trace_rules
 from torch._dynamo.device_interface import CpuInterface, register_interface_for_device
 from torch._inductor.codegen.common import (
     register_backend_for_device,
@@ -213,10 +212,6 @@ def register() -> None:
     if _registered:
         return
     _registered = True
-    # Dynamo must not trace mydev's own Python kernels: eager ops between graphs of a
-    # compiled function (a graph break, autograd's backward) run them under its frame hook.
-    torch._dynamo.trace_rules.add("torch_mydev")
-    torch._dynamo.trace_rules.add("torch_mydev_rules")
     register_interface_for_device(DEVICE, MydevInterface)
     register_device_op_overrides(DEVICE, CpuDeviceOpOverrides())
     register_backend_for_device(
