@@ -1,4 +1,9 @@
-"""Native elementwise ops on mydev: ATen's checks, our iterator plan, a numba kernel.
+"""Native elementwise ops on mydev: the registered functions, and ``where`` / ``fill_``.
+
+This module is the entry of each op (``families.NATIVE_OPS`` registers its functions); the
+steps below live in ``elementwise_checks`` (1), ``elementwise_plan`` (2-4, the config from
+``torch_mydev_rules.iterator.families``), ``elementwise_general`` (the whole general path)
+and ``elementwise_entries`` (the per-signature cache that skips 1-4 on repeated calls).
 
 Every op follows the structure of its ATen implementation (``native/BinaryOps.cpp``,
 ``native/UnaryOps.cpp``, ``native/TensorCompare.cpp``, ``native/Fill.cpp``):
