@@ -163,8 +163,7 @@ def run_on_cpu(
                 fc.Copies,
             )
     values = fs.bind(op_info, args, kwargs)
-    names = [a.name for a in op_info.schema.arguments]
-    fd.check_call(op_info.name, names, values, op_info.written)
+    fd.check_call(op_info.name, op_info.names, values, op_info.written)
     device = _target_device(values)
     if op_info.random:
         op_info, values = fr.with_generator(op_info, values)

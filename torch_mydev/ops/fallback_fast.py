@@ -73,7 +73,7 @@ def _written(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> list[tuple[Any, i
         if i < len(args) and not op_info.kwarg_only[i]:
             found.append((args[i], i))
         else:
-            name = op_info.schema.arguments[i].name
+            name = op_info.names[i]
             if name in kwargs:
                 found.append((kwargs[name], name))
     return found
@@ -124,7 +124,7 @@ def _one(
     if alias is not None:
         if alias < len(args) and not op_info.kwarg_only[alias]:
             return args[alias]
-        return kwargs[op_info.schema.arguments[alias].name]
+        return kwargs[op_info.names[alias]]
     return _result(out, call, device)
 
 

@@ -58,7 +58,7 @@ def with_generator(op_info: fs.OpInfo, values: list[Any]) -> tuple[fs.OpInfo, li
     sibling = _sibling(op_info.op)
     if sibling is None:
         return op_info, values
-    by_name = {a.name: v for a, v in zip(op_info.schema.arguments, values, strict=True)}
+    by_name = dict(zip(op_info.names, values, strict=True))
     new_info = fs.info(sibling)
     new_values = [
         by_name.get(a.name, None if a.name == "generator" else fs.MISSING)

@@ -55,6 +55,7 @@ class OpInfo:
     op: torch._ops.OpOverload
     name: str
     schema: torch._C.FunctionSchema
+    names: tuple[str, ...]  # argument names (``schema.arguments`` builds new objects)
     kinds: tuple[str, ...]  # per argument: T / L / S
     kwarg_only: tuple[bool, ...]
     written: tuple[bool, ...]  # per argument
@@ -68,7 +69,7 @@ class OpInfo:
 
     def fits(self, args: tuple, kwargs: dict) -> bool:
         """Whether the values' kinds (tensor or not) fit this schema."""
-        names = [a.name for a in self.schema.arguments]
+        names = self.names
         if len(args) > len(names):
             return False
         for kind, value in zip(self.kinds, args, strict=False):
@@ -135,6 +136,7 @@ def _make_info(op: torch._ops.OpOverload) -> OpInfo:
         op=op,
         name=name,
         schema=schema,
+        names=tuple(names),
         kinds=tuple(_tensor_kind(a.type) for a in arguments),
         kwarg_only=tuple(a.kwarg_only for a in arguments),
         written=written,
@@ -179,11 +181,11 @@ def resolve(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> OpInfo:
 def bind(op_info: OpInfo, args: tuple, kwargs: dict) -> list[Any]:
     """One value per schema argument (``MISSING`` where the caller left a default)."""
     values = []
-    for i, argument in enumerate(op_info.schema.arguments):
+    for i, name in enumerate(op_info.names):
         if not op_info.kwarg_only[i] and i < len(args):
             values.append(args[i])
         else:
-            values.append(kwargs.get(argument.name, MISSING))
+            values.append(kwargs.get(name, MISSING))
     return values
 
 
@@ -192,14 +194,12 @@ def unbind(op_info: OpInfo, values: list[Any]) -> tuple[list, dict]:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional = True
-    for argument, kwarg_only, value in zip(
-        op_info.schema.arguments, op_info.kwarg_only, values, strict=True
-    ):
+    for name, kwarg_only, value in zip(op_info.names, op_info.kwarg_only, values, strict=True):
         if value is MISSING:
             positional = False
         elif positional and not kwarg_only:
             args.append(value)
         else:
             positional = False
-            kwargs[argument.name] = value
+            kwargs[name] = value
     return args, kwargs
