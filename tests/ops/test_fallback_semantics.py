@@ -167,6 +167,8 @@ def test_mixed_device_message_names_both_devices():
     message = "but found at least two devices, mydev:0 and cpu!"
     with pytest.raises(RuntimeError, match=message):
         torch.mm(dev, torch.ones(2, 2))
+    with pytest.raises(RuntimeError, match="devices, cpu and mydev:0!"):  # argument order
+        torch.mm(torch.ones(2, 2), dev)
     if torch.mydev.device_count() > 1:
         other = torch.zeros(2, 2, device="mydev:1")
         with pytest.raises(RuntimeError, match="mydev:0 and mydev:1!"):

@@ -59,6 +59,7 @@ def check_same_device(
     """
     common: torch.device | None = None
     cpu_seen: torch.device | None = None
+    cpu_first = False
     for written, group in ((False, inputs), (True, outputs)):
         for t in group:
             device = t.device
@@ -67,9 +68,12 @@ def check_same_device(
                     common = device
                 elif device != common:
                     raise mixed_device_error(common, device)
-            elif written or t.dim() != 0:
-                cpu_seen = cpu_seen or device
+            elif (written or t.dim() != 0) and cpu_seen is None:
+                cpu_seen = device
+                cpu_first = common is None
     if common is not None and cpu_seen is not None:
+        if cpu_first:  # named in argument order, as CUDA's check does
+            raise mixed_device_error(cpu_seen, common)
         raise mixed_device_error(common, cpu_seen)
     return common
 

@@ -28,11 +28,12 @@ _Tensor = torch.Tensor
 class _Call:
     """The CPU side of one call: aliases made so far and what the arguments hold."""
 
-    __slots__ = ("device", "first", "originals", "other", "seen")
+    __slots__ = ("device", "first", "originals", "other", "other_first", "seen")
 
     def __init__(self) -> None:
         self.device: torch.device | None = None  # the first mydev device (or device=)
         self.other: torch.device | None = None  # a second device that may not join
+        self.other_first = False  # ``other`` came before the first mydev tensor
         self.first: dict[tuple[int, int], torch.Tensor] = {}
         self.originals: dict[int, torch.Tensor] = {}
         self.seen: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> its alias
@@ -43,6 +44,7 @@ class _Call:
             if device.type != DEVICE:
                 if value.dim() != 0 and self.other is None:
                     self.other = device
+                    self.other_first = self.device is None
                 return value
             alias = self.seen.get(id(value))
             if alias is not None:  # one tensor passed twice is one CPU tensor
@@ -90,6 +92,8 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
                 call.other = t.device
     device = call.device
     if device is not None and call.other is not None:
+        if call.other_first:
+            raise fd.mixed_device_error(call.other, device)
         raise fd.mixed_device_error(device, call.other)
     for value in kwargs.values():
         if isinstance(value, torch.device):
