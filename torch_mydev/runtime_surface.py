@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from torch_mydev import device_info
+from torch_mydev import autocast, device_info
 from torch_mydev._names import DEVICE
 
 _FUNCTIONS = (
@@ -17,6 +17,8 @@ _FUNCTIONS = (
     device_info.get_device_properties,
     device_info.get_device_name,
     device_info.get_device_capability,
+    autocast.get_amp_supported_dtype,
+    autocast.is_bf16_supported,
 )
 
 
@@ -28,3 +30,4 @@ def install() -> None:
         setattr(module, fn.__name__, fn)
         if not fn.__name__.startswith("_") and fn.__name__ not in module.__all__:
             module.__all__.append(fn.__name__)
+    autocast.register()
