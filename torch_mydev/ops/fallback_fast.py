@@ -86,10 +86,18 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
     call = _Call()
     cpu_args = [call.convert(a) for a in args]
     cpu_kwargs = {k: call.convert(v) for k, v in kwargs.items()}
-    for value, _ in _written(op_info, args, kwargs):
+    for value, where in _written(op_info, args, kwargs):
         for t in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(t, _Tensor) and t.device.type != DEVICE and call.other is None:
                 call.other = t.device
+        if isinstance(value, _Tensor) and value.numel() == 0 and value.device.type == DEVICE:
+            # ``out=torch.empty(0)``: CPU resizes a fresh tensor (an alias cannot grow);
+            # write_back grows the mydev tensor like it and copies the values once.
+            fresh = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
+            if isinstance(where, int):
+                cpu_args[where] = fresh
+            else:
+                cpu_kwargs[where] = fresh
     device = call.device
     if device is not None and call.other is not None:
         if call.other_first:
