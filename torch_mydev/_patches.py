@@ -74,3 +74,41 @@ def apply_inductor() -> None:
     patch_scheduler_node_is_cpu()
     patch_ir_is_cpu()
     patch_cpp_device_to_aten()
+
+
+# ---- DLPack: a renamed PrivateUse1 device is DLPack's external device ------------------------
+
+
+def patch_tensor_dlpack_device() -> None:
+    """``torch.Tensor.__dlpack_device__``: mydev tensors are ``(kDLExtDev, index)``.
+
+    torch 2.13 (``torch/_tensor.py`` ``Tensor.__dlpack_device__``) compares the device type
+    with the string ``"privateuse1"``, which a renamed backend never equals, and raises
+    ``ValueError: Unknown device type mydev for Dlpack``; ``torch.from_dlpack`` calls it first,
+    so no mydev tensor could be exchanged. ``kDLExtDev`` is what torch's own C++ exporter
+    (``at::toDLPack``) writes into a PrivateUse1 capsule and what its importer maps back to
+    PrivateUse1, so the pair agrees with the capsule.
+    """
+    import torch
+    from torch.utils.dlpack import DLDeviceType
+
+    original = torch.Tensor.__dlpack_device__
+    if getattr(original, "_mydev_patched", False):
+        return
+
+    def __dlpack_device__(self: torch.Tensor) -> tuple[Any, int]:
+        device = self.device
+        if device.type == DEVICE and not torch.overrides.has_torch_function_unary(self):
+            return (DLDeviceType.kDLExtDev, device.index if device.index is not None else 0)
+        return original(self)
+
+    __dlpack_device__._mydev_patched = True  # type: ignore[attr-defined]
+    __dlpack_device__._mydev_original = original  # type: ignore[attr-defined]
+    __dlpack_device__.__doc__ = original.__doc__
+    torch.Tensor.__dlpack_device__ = __dlpack_device__  # type: ignore[method-assign]
+
+
+def apply_runtime() -> None:
+    """The runtime patches (called when ``torch.mydev`` is installed,
+    ``torch_mydev.runtime_surface.install``)."""
+    patch_tensor_dlpack_device()

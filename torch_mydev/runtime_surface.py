@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from torch_mydev import autocast, device_info
+from torch_mydev import _patches, autocast, device_info
 from torch_mydev._names import DEVICE
 
 _FUNCTIONS = (
@@ -31,3 +31,4 @@ def install() -> None:
         if not fn.__name__.startswith("_") and fn.__name__ not in module.__all__:
             module.__all__.append(fn.__name__)
     autocast.register()
+    _patches.apply_runtime()
