@@ -82,3 +82,15 @@ def test_backend_is_registered_through_the_device_module():
     from torch._dynamo.device_interface import get_interface_for_device
 
     assert get_interface_for_device("mydev") is backend.MydevInterface
+
+
+def test_device_interface_guards_the_mydev_device():
+    iface = backend.MydevInterface
+    before, last = torch.mydev.current_device(), torch.mydev.device_count() - 1
+    for spec in (last, f"mydev:{last}", torch.device("mydev", last)):
+        with iface.device(spec):
+            assert iface.current_device() == last
+        assert iface.current_device() == before
+    with iface.device(None):
+        assert iface.current_device() == before
+    assert iface.device_count() == torch.mydev.device_count()
