@@ -53,11 +53,22 @@ def test_device_count_comes_from_the_environment():
     assert out.stdout.split() == ["4", "4", "mydev:3"]
 
 
-@pytest.mark.parametrize("value", ["0", "17", "two"])
-def test_bad_device_count_fails_the_import_with_its_name(value):
-    out = _run("import torch_mydev", TORCH_MYDEV_DEVICE_COUNT=value)
-    assert out.returncode != 0
-    assert "TORCH_MYDEV_DEVICE_COUNT" in out.stderr
+def test_bad_device_count_fails_the_import_with_its_name():
+    values = ["0", "17", "two"]  # run side by side: each pays for importing torch
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import torch_mydev"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**_ENV, "TORCH_MYDEV_DEVICE_COUNT": value},
+        )
+        for value in values
+    ]
+    for value, proc in zip(values, procs, strict=True):
+        _, stderr = proc.communicate()
+        assert proc.returncode != 0, value
+        assert f"TORCH_MYDEV_DEVICE_COUNT must be an integer from 1 to 16, got '{value}'" in stderr
 
 
 def test_set_device_and_current_device():
@@ -201,3 +212,33 @@ def test_device_guard_of_a_tensor_selects_its_device():
         assert torch.mydev.current_device() == 1
         assert torch.empty(1, device="mydev").device.index == 1
     assert torch.mydev.current_device() == 0
+
+
+@pytest.mark.usefixtures("device_one_returns_to_baseline")
+def test_threads_on_different_devices_allocate_on_their_own():
+    """Each thread's current device decides where its index-less tensors go; the per-device
+    counters stay exact under concurrent allocation and freeing."""
+    gc.collect()
+    before = [torch.mydev.memory_allocated(i) for i in (0, 1)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(index: int) -> None:
+        try:
+            torch.mydev.set_device(index)
+            barrier.wait()
+            for n in range(1, 200):
+                t = torch.empty(n, dtype=torch.uint8, device="mydev")
+                assert t.device.index == index
+                del t
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i % 2,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert [torch.mydev.memory_allocated(i) for i in (0, 1)] == before
+    assert torch.mydev.current_device() == 0  # the threads' choices stayed theirs
