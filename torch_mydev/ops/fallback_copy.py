@@ -118,10 +118,11 @@ def write_back(original: Any, cpu: Any) -> None:
     if not is_mydev(original):
         return  # None, or a CPU tensor the op wrote itself
     same_storage = cpu.untyped_storage().data_ptr() == original.untyped_storage().data_ptr()
+    # A CPU copy starts at its own offset; only an alias is compared on offsets too.
     same_layout = (
         original.shape == cpu.shape
         and original.stride() == cpu.stride()
-        and original.storage_offset() == cpu.storage_offset()
+        and (not same_storage or original.storage_offset() == cpu.storage_offset())
     )
     if not same_layout:
         _restride(original, cpu)

@@ -90,14 +90,17 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
         for t in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(t, _Tensor) and t.device.type != DEVICE and call.other is None:
                 call.other = t.device
-        if isinstance(value, _Tensor) and value.numel() == 0 and value.device.type == DEVICE:
+        if (
+            isinstance(where, str)
+            and isinstance(value, _Tensor)
+            and value.numel() == 0
+            and value.device.type == DEVICE
+        ):
             # ``out=torch.empty(0)``: CPU resizes a fresh tensor (an alias cannot grow);
             # write_back grows the mydev tensor like it and copies the values once.
-            fresh = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
-            if isinstance(where, int):
-                cpu_args[where] = fresh
-            else:
-                cpu_kwargs[where] = fresh
+            fresh = torch.empty(0, dtype=value.dtype)
+            fresh.set_(fresh.untyped_storage(), value.storage_offset(), value.shape, value.stride())
+            cpu_kwargs[where] = fresh
     device = call.device
     if device is not None and call.other is not None:
         if call.other_first:
