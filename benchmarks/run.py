@@ -550,7 +550,7 @@ COMPILE_CHAINS: dict[str, Callable[..., torch.Tensor]] = {
 
 def bench_compile(mode: Mode, out: Results) -> None:
     """Fused chains under ``torch.compile`` (inductor): compiled mydev and eager mydev, each
-    against compiled torch CPU in the same run (docs/compile.md)."""
+    against compiled torch CPU in the same run, one thread (docs/compile.md)."""
     if mode.name == "smoke":
         reason = "skipped (--smoke): each compile takes seconds"
         print(f"  ... compile rows {reason}", file=sys.stderr)
@@ -558,11 +558,18 @@ def bench_compile(mode: Mode, out: Results) -> None:
         return
     import torch._dynamo
 
-    for name, fn in COMPILE_CHAINS.items():
-        for shape in ((64, 32), (2048, 2048)):
-            torch._dynamo.reset()
-            _compile_case(mode, out, name, fn, shape)
-    torch._dynamo.reset()
+    # One thread on both sides: inductor's OpenMP kernels wait at barriers for every thread,
+    # and on a shared machine that wait, not the kernel, is what a multi-thread row times.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name, fn in COMPILE_CHAINS.items():
+            for shape in ((64, 32), (2048, 2048)):
+                torch._dynamo.reset()
+                _compile_case(mode, out, name, fn, shape)
+    finally:
+        torch.set_num_threads(threads)
+        torch._dynamo.reset()
 
 
 def _compile_case(
@@ -578,9 +585,11 @@ def _compile_case(
         first = str(error).splitlines()[0]
         out.rows.append(Row(f"compiled {name}", size, None, None, ref_name, first[:60]))
         return
-    out.rows.append(Row(f"compiled {name}", size, mine, ref, ref_name, "inductor C++", noise))
+    note = "inductor C++, 1 thread"
+    out.rows.append(Row(f"compiled {name}", size, mine, ref, ref_name, note, noise))
     eager, ref, noise = time_pair(mode, lambda: fn(da, db), lambda: compiled(a, b))
-    out.rows.append(Row(f"eager {name}", size, eager, ref, ref_name, "mydev eager", noise))
+    note = "mydev eager, 1 thread"
+    out.rows.append(Row(f"eager {name}", size, eager, ref, ref_name, note, noise))
 
 
 # ---- report ---------------------------------------------------------------------------------
