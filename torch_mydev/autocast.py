@@ -195,12 +195,18 @@ def _cast_to(dtype: torch.dtype) -> Callable[[Any], Any]:
 
 
 def _promote_dtype(args: Any, kwargs: Any) -> torch.dtype:
-    """ATen's ``promote_type``: the autocast dtype, or float32 when an eligible argument is
-    float32 (float64 arguments are ignored)."""
-    found = torch.get_autocast_dtype(DEVICE)
+    """ATen's ``promote_type`` / ``prioritize``: the autocast dtype, or float32 when an
+    eligible argument is float32 (float64 arguments are ignored); another lower-precision
+    dtype raises RuntimeError with ATen's message."""
+    lower = torch.get_autocast_dtype(DEVICE)
+    found = lower
     for x in torch.utils._pytree.tree_leaves((args, kwargs)):
-        if _eligible(x) and x.dtype == torch.float32:
+        if not _eligible(x):
+            continue
+        if x.dtype == torch.float32:
             found = torch.float32
+        elif x.dtype != lower and found != torch.float32:
+            raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
     return found
 
 

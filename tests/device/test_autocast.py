@@ -105,6 +105,16 @@ def test_promote_and_float64():
         assert torch.cat([cpu_low, a[:, :2]]).dtype == cat.dtype
 
 
+def test_promote_of_two_lower_precision_dtypes_raises_like_cpu():
+    a, b = torch.ones(2, dtype=torch.bfloat16), torch.ones(2, dtype=torch.float16)
+    for device in ("cpu", "mydev"):
+        with (
+            pytest.raises(RuntimeError, match="Unexpected floating ScalarType"),
+            torch.autocast(device, dtype=torch.bfloat16),
+        ):
+            torch.cat([a.to(device), b.to(device)])
+
+
 def test_small_model_forward_backward_matches_cpu():
     torch.manual_seed(0)
     model = torch.nn.Sequential(
