@@ -22,7 +22,14 @@ import pytest
 import torch
 
 from tests.ops import opinfo_support as support
-from tests.ops.opinfo_tables import CPU_ARGUMENTS, EXCLUDED, UNDEFINED_VALUES, XFAILS
+from tests.ops.opinfo_tables import (
+    ADDRESS_DEPENDENT,
+    CPU_ARGUMENTS,
+    DEVICE_POLICY,
+    EXCLUDED,
+    UNDEFINED_VALUES,
+    XFAILS,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "opinfo.md"
 
@@ -51,7 +58,9 @@ def test_opinfo_sample_matches_cpu(case: support.Case) -> None:
 def test_tables_name_op_db_entries() -> None:
     """Every name in the tables is an op_db entry (a renamed entry must not be silently lost)."""
     names = {support.full_name(op) for op in support.op_db}
-    listed = set(EXCLUDED) | set(UNDEFINED_VALUES) | set(CPU_ARGUMENTS) | {k for k, _ in XFAILS}
+    listed = set(EXCLUDED) | set(UNDEFINED_VALUES) | set(CPU_ARGUMENTS) | set(ADDRESS_DEPENDENT)
+    listed |= set(DEVICE_POLICY)
+    listed |= {k for k, _ in XFAILS}
     assert listed <= names, sorted(listed - names)
     dtypes = {support.dtype_name(d) for d in support.DTYPES}
     assert {d for _, d in XFAILS if d is not None} <= dtypes
