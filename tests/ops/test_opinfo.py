@@ -73,6 +73,8 @@ def test_doc_lists_the_exclusions() -> None:
     section = text.split("## Left out", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([^`]+)` \| (.+?) \|$", section, flags=re.MULTILINE)
     assert dict(rows) == EXCLUDED
+    for name in UNDEFINED_VALUES | DEVICE_POLICY | ADDRESS_DEPENDENT | set(CPU_ARGUMENTS):
+        assert f"`{name.split(':')[0]}" in text, f"{name} is not named in docs/opinfo.md"
 
 
 def test_default_selection_is_stable_and_a_share() -> None:
