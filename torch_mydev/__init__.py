@@ -21,6 +21,7 @@ import torch  # noqa: F401  (loads libtorch before the stub that links against i
 from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
 from torch_mydev import compile as _compile
 from torch_mydev import device_module as _device_module
+from torch_mydev import distributed as _distributed
 from torch_mydev import runtime_surface as _runtime_surface
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import registry as _registry
@@ -30,6 +31,7 @@ from torch_mydev_rules.iterator import Report, explain
 _compile.install(_device_module.install(DEVICE))
 _runtime_surface.install()
 _registry.register()
+_distributed.register()
 
 
 __all__ = [

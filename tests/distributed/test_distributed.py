@@ -1,0 +1,170 @@
+"""The mydev c10d backend (torch_mydev/distributed.py) in two real processes.
+
+Truth: the same collective through plain gloo on CPU tensors in the same processes (values,
+dtypes, shapes), and for DDP a single-process run on the concatenated batch on CPU. Spawned
+children (not forked: after an OpenMP region a forked child's CPU ops can hang) write what
+they saw to a file the test reads; one spawn runs every collective, one runs DDP.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import torch_mydev  # noqa: F401
+from torch_mydev.distributed import BACKEND
+
+WORLD = 2
+
+
+def _collectives(rank: int, init: str, out_dir: str) -> None:
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
+    cpu_group = dist.new_group(backend="gloo")
+    seen: dict[str, object] = {"backend": dist.get_backend_config()}
+
+    def both(name, run):
+        """Run ``run(device, group)`` on mydev (default group) and on CPU (gloo)."""
+        mydev, cpu = run("mydev", None), run("cpu", cpu_group)
+        seen[name] = (mydev, cpu)
+
+    def moved(values):
+        return [
+            (v.device.type, v.cpu()) if isinstance(v, torch.Tensor) else moved(v) for v in values
+        ]
+
+    def all_reduce(device, group):
+        results = []
+        for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+            for dtype in (torch.float32, torch.int64, torch.float64):
+                t = (torch.arange(6, dtype=dtype) + rank * 3).to(device)
+                dist.all_reduce(t, op=op, group=group)
+                results.append(t)
+        strided = (torch.arange(12.0).reshape(3, 4) * (rank + 1)).to(device).t()
+        dist.all_reduce(strided, group=group)
+        results.append(strided)
+        return moved(results)
+
+    def broadcast(device, group):
+        t = (torch.arange(5.0) * (rank + 7)).to(device)
+        dist.broadcast(t, src=1, group=group)
+        return moved([t])
+
+    def all_gather(device, group):
+        t = (torch.arange(4.0) + 10 * rank).to(device)
+        outs = [torch.empty(4, device=device) for _ in range(WORLD)]
+        dist.all_gather(outs, t, group=group)
+        flat = torch.empty(4 * WORLD, device=device)
+        dist.all_gather_single(flat, t, group=group)
+        return moved([*outs, flat])
+
+    def reduce_scatter(device, group):
+        t = (torch.arange(8.0) * (rank + 1)).to(device)
+        out = torch.empty(4, device=device)
+        dist.reduce_scatter_single(out, t, group=group)
+        return moved([out])
+
+    def send_recv(device, group):
+        if rank == 0:
+            dist.send(torch.arange(3.0).to(device), dst=1, group=group)
+            return []
+        r = torch.empty(3, device=device)
+        dist.recv(r, src=0, group=group)
+        return moved([r])
+
+    def async_work(device, group):
+        t = torch.full((3,), float(rank + 1), device=device)
+        work = dist.all_reduce(t, async_op=True, group=group)
+        work.wait()
+        value = work.get_future().value()
+        return moved([t, *value])
+
+    for name, run in (
+        ("all_reduce", all_reduce),
+        ("broadcast", broadcast),
+        ("all_gather", all_gather),
+        ("reduce_scatter", reduce_scatter),
+        ("send_recv", send_recv),
+        ("async_work", async_work),
+    ):
+        both(name, run)
+    dist.barrier()
+    seen["memory_after"] = torch.mydev.memory_allocated()
+    torch.save(seen, f"{out_dir}/collectives{rank}.pt")
+    dist.destroy_process_group()
+
+
+def _spawn(fn, *args) -> None:
+    with tempfile.NamedTemporaryFile() as f:
+        mp.spawn(fn, args=(f"file://{f.name}.init", *args), nprocs=WORLD, join=True)
+
+
+def test_collectives_equal_gloo_on_cpu_and_stay_on_mydev(tmp_path):
+    _spawn(_collectives, str(tmp_path))
+    for rank in range(WORLD):
+        seen = torch.load(tmp_path / f"collectives{rank}.pt")
+        backend = seen.pop("backend")  # init_process_group() with no backend picks ours
+        assert f"mydev:{BACKEND}" in backend, backend
+        seen.pop("memory_after")
+        for name, (mydev, cpu) in seen.items():
+            assert len(mydev) == len(cpu), name
+            for (device, value), (cpu_device, expected) in zip(mydev, cpu, strict=True):
+                assert (device, cpu_device) == ("mydev", "cpu"), name
+                assert value.dtype == expected.dtype, name
+                assert torch.equal(value, expected), (name, value, expected)
+
+
+def _ddp(rank: int, init: str, out_dir: str) -> None:
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    ddp = DistributedDataParallel(model.to("mydev"))
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        rows = slice(rank * 4, rank * 4 + 4)
+        loss = torch.nn.functional.mse_loss(ddp(batch[rows].to("mydev")), target[rows].to("mydev"))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    grads_on = {p.grad.device.type for p in ddp.parameters()}
+    torch.save(
+        {"params": [p.detach().cpu() for p in model.parameters()], "grads_on": grads_on},
+        f"{out_dir}/ddp{rank}.pt",
+    )
+    dist.destroy_process_group()
+
+
+def _data() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(8, 6, generator=g), torch.randn(8, 2, generator=g)
+
+
+def test_ddp_matches_one_process_on_the_whole_batch(tmp_path):
+    _spawn(_ddp, str(tmp_path))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        loss = torch.nn.functional.mse_loss(model(batch), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    for rank in range(WORLD):
+        seen = torch.load(tmp_path / f"ddp{rank}.pt")
+        assert seen["grads_on"] == {"mydev"}
+        for got, expected in zip(seen["params"], model.parameters(), strict=True):
+            # DDP averages two half-batch means; one process takes one mean: same up to
+            # float32 rounding in the reduction order.
+            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_the_backend_is_registered_for_mydev():
+    assert dist.Backend.default_device_backend_map["mydev"] == BACKEND
+    assert BACKEND.upper() in dist.Backend._plugins
