@@ -103,3 +103,14 @@ def test_host_statistics_peak_reset_and_empty_host_cache():
     assert torch.mydev.host_memory_stats()["allocated_bytes.peak"] == base
     torch.accelerator.empty_host_cache()  # nothing is kept: a no-op that must not fail
     assert host_allocated() == base
+
+
+def test_non_blocking_copy_to_cpu_lands_in_pinned_memory():
+    """ATen's ``pin_out``: a non-blocking D2H copy of an accelerator tensor is pinned (CUDA)."""
+    x = torch.arange(12.0).reshape(3, 4).t().to("mydev")
+    for kwargs in ({}, {"dtype": torch.float64}, {"memory_format": torch.contiguous_format}):
+        pinned = x.to("cpu", non_blocking=True, **kwargs)
+        expected = x.to("cpu", **kwargs)  # the blocking copy (checked against CPU elsewhere)
+        assert pinned.is_pinned() and pinned.device.type == "cpu"
+        assert torch.equal(pinned, expected) and pinned.stride() == expected.stride()
+    assert not x.to("cpu").is_pinned()

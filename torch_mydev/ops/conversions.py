@@ -50,7 +50,9 @@ def _to_copy(
     """aten::_to_copy from mydev (to mydev or CPU): TensorConversions.cpp's ``_to_copy``.
 
     A layout change is refused as torch refuses it; the result is laid out by
-    ``like_strides`` on the target device and filled by ``copy_``.
+    ``like_strides`` on the target device and filled by ``copy_``. A non-blocking copy to
+    CPU lands in pinned memory, as ATen's ``pin_out`` rule gives for an accelerator's tensor
+    (``at::accelerator::isAcceleratorExcluded(self.device().type(), kMPS)``).
     """
     if layout is not None and layout != self.layout:
         raise RuntimeError(
@@ -58,6 +60,12 @@ def _to_copy(
             f"self.layout being {self.layout} and options.layout set as {layout}"
         )
     target = self.device if device is None else torch.device(device)
+    if non_blocking and target.type == "cpu":
+        strides, entry = _new_layout(self, dtype or self.dtype, memory_format)
+        out = torch.empty_strided(
+            tuple(self.shape), strides, dtype=dtype or self.dtype, pin_memory=True
+        )
+        return copy_into_new(out, self, entry)
     signature = _signature(self)
     if signature is not None:
         key, lazy_bits, start, base, nbytes = signature
