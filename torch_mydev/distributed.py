@@ -108,6 +108,26 @@ class MydevGlooGroup(dist.ProcessGroup):
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)
         self._gloo = ProcessGroupGloo(store, rank, size, timeout)
+        self._name = ""
+        self._desc = ""
+
+    # c10d keeps a group's name on its C++ backends, and a Python group has none
+    # ("ProcessGroup name not set" from DeviceMesh, hence FSDP2): keep them here.
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_name(self) -> str:
+        if not self._name:
+            raise RuntimeError("ProcessGroup name not set")
+        return self._name
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
+
+    @property
+    def group_desc(self) -> str:
+        return self._desc
 
     def getBackendName(self) -> str:
         return BACKEND

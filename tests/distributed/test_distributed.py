@@ -122,7 +122,7 @@ def _ddp(rank: int, init: str, out_dir: str) -> None:
 
     dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    model = _model()
     ddp = DistributedDataParallel(model.to("mydev"))
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     batch, target = _data()
@@ -147,15 +147,7 @@ def _data() -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_ddp_matches_one_process_on_the_whole_batch(tmp_path):
     _spawn(_ddp, str(tmp_path))
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    batch, target = _data()
-    for _ in range(2):
-        loss = torch.nn.functional.mse_loss(model(batch), target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    model = _one_process()
     for rank in range(WORLD):
         seen = torch.load(tmp_path / f"ddp{rank}.pt")
         assert seen["grads_on"] == {"mydev"}
@@ -163,6 +155,68 @@ def test_ddp_matches_one_process_on_the_whole_batch(tmp_path):
             # DDP averages two half-batch means; one process takes one mean: same up to
             # float32 rounding in the reduction order.
             torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
+
+
+def _fsdp2(rank: int, init: str, out_dir: str) -> None:
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
+    torch.manual_seed(0)
+    model = _model().to("mydev")
+    fully_shard(model[0])
+    fully_shard(model[2])
+    fully_shard(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        rows = slice(rank * 4, rank * 4 + 4)
+        loss = torch.nn.functional.mse_loss(
+            model(batch[rows].to("mydev")), target[rows].to("mydev")
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    # Each rank's shard (dim 0); DTensor.full_tensor() goes through functional collectives,
+    # which a Python process group cannot serve (docs/distributed.md).
+    shards = [p.to_local() for p in model.parameters()]
+    torch.save(
+        {
+            "shards": [s.detach().cpu() for s in shards],
+            "on": {s.device.type for s in shards}
+            | {p.grad.to_local().device.type for p in model.parameters()},
+        },
+        f"{out_dir}/fsdp{rank}.pt",
+    )
+    dist.destroy_process_group()
+
+
+def _model() -> torch.nn.Sequential:
+    return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+
+
+def _one_process() -> torch.nn.Sequential:
+    """The truth: two SGD steps in one process on the whole batch, on CPU."""
+    torch.manual_seed(0)
+    model = _model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        loss = torch.nn.functional.mse_loss(model(batch), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(tmp_path):
+    _spawn(_fsdp2, str(tmp_path))
+    seen = [torch.load(tmp_path / f"fsdp{rank}.pt") for rank in range(WORLD)]
+    assert all(s["on"] == {"mydev"} for s in seen)
+    model = _one_process()
+    for i, expected in enumerate(model.parameters()):
+        full = torch.cat([s["shards"][i] for s in seen])
+        assert seen[0]["shards"][i].shape[0] < expected.shape[0]  # really sharded
+        torch.testing.assert_close(full, expected.detach(), rtol=1e-6, atol=1e-6)
 
 
 def test_the_backend_is_registered_for_mydev():
