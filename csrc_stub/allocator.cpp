@@ -150,8 +150,12 @@ class Registry {
     add_locked(ptr, nbytes, device);
   }
 
-  // Forgets a live block; returns true when it is kept for reuse (else the caller frees it).
-  bool remove(void* ptr) {
+  // Forgets a live block; `keep` is true when it is kept for reuse (else the caller frees it).
+  struct Removed {
+    bool keep;
+    Block block;
+  };
+  Removed remove(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     TORCH_INTERNAL_ASSERT(it != blocks_.end(), "mydev: freeing an unknown pointer");
@@ -169,7 +173,7 @@ class Registry {
       state.segment_released(block.nbytes);
     }
     state.update_reserved();
-    return keep;
+    return {keep, block};
   }
 
   // Takes every kept block of every device out of the cache, for the caller to free.
@@ -277,11 +281,28 @@ Registry& registry() {
   return *instance;
 }
 
+// An allocation (bytes > 0) or free (bytes < 0) as the profiler's memory events see it
+// (profile_memory=True), with the device's totals after it, as CUDA's allocator reports.
+void report_usage(void* ptr, int64_t bytes, c10::DeviceIndex device) {
+  if (!c10::memoryProfilingEnabled()) {
+    return;
+  }
+  const c10::CachingDeviceAllocator::DeviceStats stats = registry().stats(device);
+  c10::reportMemoryUsageToProfiler(
+      ptr,
+      bytes,
+      static_cast<size_t>(stats.allocated_bytes[kAll].current),
+      static_cast<size_t>(stats.reserved_bytes[kAll].current),
+      c10::Device(kDeviceType, device));
+}
+
 void free_block(void* ptr) {
   if (ptr == nullptr) {
     return;
   }
-  if (!registry().remove(ptr)) {
+  const Registry::Removed removed = registry().remove(ptr);
+  report_usage(ptr, -static_cast<int64_t>(removed.block.nbytes), removed.block.device);
+  if (!removed.keep) {
     std::free(ptr);
   }
 }
@@ -296,6 +317,7 @@ class Allocator final : public c10::DeviceAllocator {
     }
     void* ptr = registry().reuse(nbytes, index);
     if (ptr != nullptr) {
+      report_usage(ptr, static_cast<int64_t>(nbytes), index);
       return {ptr, ptr, &free_block, device};
     }
     const bool huge = nbytes >= kHugePageMinBytes;
@@ -313,6 +335,7 @@ class Allocator final : public c10::DeviceAllocator {
     }
 #endif
     registry().add(ptr, nbytes, index);
+    report_usage(ptr, static_cast<int64_t>(nbytes), index);
     return {ptr, ptr, &free_block, device};
   }
 

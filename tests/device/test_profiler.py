@@ -72,3 +72,16 @@ def test_torch_default_stubs_still_warn():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert WARNING in out.stderr
+
+
+def test_profile_memory_reports_mydev_allocations_and_frees():
+    """The allocator reports each allocation and free with profile_memory=True, as CUDA's
+    caching allocator does (c10::reportMemoryUsageToProfiler), on the block's device."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        x = torch.ones(1000, device="mydev")
+        y = x + 1
+        del x, y
+    owned = {e.name: e.self_device_memory_usage for e in prof.events() if e.name != "[memory]"}
+    assert owned["aten::empty"] == 4000 and owned["aten::add"] == 4000, owned
+    frees = [e.device_memory_usage for e in prof.events() if e.name == "[memory]"]
+    assert sorted(f for f in frees if f) == [-4000, -4000], frees
