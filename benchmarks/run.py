@@ -592,6 +592,63 @@ def _compile_case(
     out.rows.append(Row(f"eager {name}", size, eager, ref, ref_name, note, noise))
 
 
+ALLREDUCE_SIZES = {"1 MB": (1 << 18, 20), "64 MB": (1 << 24, 3)}  # float32 elements, calls
+
+
+def bench_allreduce(mode: Mode, out: Results) -> None:
+    """``all_reduce`` (SUM, float32) between 2 spawned processes: mydev tensors through the
+    ``mydev`` backend (gloo on CPU aliases, docs/distributed.md) against gloo on CPU tensors,
+    alternating in the same processes. Each repeat is a fixed number of calls (the same on
+    both ranks), timed on rank 0 after a barrier; the note gives the algorithm bandwidth
+    (bytes / time) of each side."""
+    case, ref_name = "all_reduce, 2 processes", "gloo, CPU tensors"
+    if mode.name == "smoke":
+        reason = "skipped (--smoke): spawns 2 processes"
+        print(f"  ... all_reduce rows {reason}", file=sys.stderr)
+        out.rows.append(Row(case, "-", None, None, ref_name, reason))
+        return
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        init, result = f"file://{tmp}/init", f"{tmp}/allreduce.json"
+        mp.spawn(_allreduce_child, args=(init, mode.repeats, result), nprocs=2, join=True)
+        times = json.loads(Path(result).read_text())
+    for label, (mine, ref, noise) in times.items():
+        nbytes = ALLREDUCE_SIZES[label][0] * 4
+        note = f"{nbytes / mine / 1e9:.2f} vs {nbytes / ref / 1e9:.2f} GB/s"
+        out.rows.append(Row(case, label, mine, ref, ref_name, note, noise))
+
+
+def _allreduce_child(rank: int, init: str, repeats: int, result: str) -> None:
+    """One of the 2 processes of ``bench_allreduce``; rank 0 writes the medians."""
+    import torch.distributed as dist
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=2)
+    cpu_group = dist.new_group(backend="gloo")
+    times = {}
+    for label, (n, number) in ALLREDUCE_SIZES.items():
+        dev, cpu = torch.zeros(n, device="mydev"), torch.zeros(n)
+        calls = (
+            lambda d=dev: dist.all_reduce(d),
+            lambda c=cpu: dist.all_reduce(c, group=cpu_group),
+        )
+        for call in calls:  # warm up
+            call()
+            call()
+        a, b = [], []
+        for _ in range(repeats):
+            for call, seen in zip(calls, (a, b), strict=True):
+                dist.barrier(group=cpu_group)
+                seen.append(_loop(call, number))
+        times[label] = (statistics.median(a), statistics.median(b), max(_spread(a), _spread(b)))
+        del dev, cpu, calls
+    if rank == 0:
+        Path(result).write_text(json.dumps(times))
+    dist.destroy_process_group()
+
+
 # ---- report ---------------------------------------------------------------------------------
 
 
@@ -761,6 +818,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_floors,
         bench_thp_reference,
         bench_compile,
+        bench_allreduce,
         bench_cold_start,
     ):
         bench(mode, results)
