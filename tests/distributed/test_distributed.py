@@ -46,7 +46,25 @@ def _collectives(rank: int, init: str, out_dir: str) -> None:
         strided = (torch.arange(12.0).reshape(3, 4) * (rank + 1)).to(device).t()
         dist.all_reduce(strided, group=group)
         results.append(strided)
+        for dtype in (torch.bfloat16, torch.float16):
+            t = (torch.arange(6, dtype=dtype) / 3 + rank * 1.25).to(device)
+            dist.all_reduce(t, group=group)
+            results.append(t)
+        scalar = torch.tensor(2.5 + rank).to(device)  # 0-dim
+        dist.all_reduce(scalar, op=dist.ReduceOp.MAX, group=group)
+        results.append(scalar)
         return moved(results)
+
+    def all_to_all(device, group):
+        # rank 0 sends 1 element to itself and 3 to rank 1; rank 1 sends 2 and 2.
+        sends = [[1, 3], [2, 2]][rank]
+        receives = [[1, 2], [3, 2]][rank]
+        t = (torch.arange(4.0) + 10 * rank).to(device)
+        out = torch.full((sum(receives),), -1.0, device=device)
+        dist.all_to_all_single(out, t, receives, sends, group=group)
+        even = torch.empty(4, device=device)
+        dist.all_to_all_single(even, t, group=group)
+        return moved([out, even])
 
     def broadcast(device, group):
         t = (torch.arange(5.0) * (rank + 7)).to(device)
@@ -87,6 +105,7 @@ def _collectives(rank: int, init: str, out_dir: str) -> None:
         ("broadcast", broadcast),
         ("all_gather", all_gather),
         ("reduce_scatter", reduce_scatter),
+        ("all_to_all", all_to_all),
         ("send_recv", send_recv),
         ("async_work", async_work),
     ):
