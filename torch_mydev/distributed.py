@@ -94,6 +94,18 @@ def _work(gloo_work: Any, aliases: _Aliases, result: Any) -> Any:
     return _create_work_from_future(gloo_work.get_future().then(done))
 
 
+def _joined(works: list[Any], result: Any) -> Any:
+    """A Work that completes with ``result`` once every one of ``works`` has."""
+
+    def done(completed: Future) -> Any:
+        for future in completed.value():
+            future.value()  # raises the first error, if any
+        return result
+
+    futures = [work.get_future() for work in works]
+    return _create_work_from_future(torch.futures.collect_all(futures).then(done))
+
+
 def _has_future(work: Any) -> bool:
     try:
         work.get_future()
@@ -221,6 +233,27 @@ class MydevGlooGroup(dist.ProcessGroup):
             return output
 
         return _create_work_from_future(gloo_work.get_future().then(done))
+
+    def all_gather_single_coalesced(
+        self,
+        outputs: list[torch.Tensor],
+        inputs: list[torch.Tensor],
+        opts: AllgatherOptions = AllgatherOptions(),  # noqa: B008
+    ) -> Any:
+        """``all_gather_single`` of each pair, in order; one Work for all (what
+        ``dist._coalescing_manager`` issues for ``all_gather_into_tensor`` calls)."""
+        pairs = zip(outputs, inputs, strict=True)
+        return _joined([self.all_gather_single(o, i, opts) for o, i in pairs], outputs)
+
+    def reduce_scatter_single_coalesced(
+        self,
+        outputs: list[torch.Tensor],
+        inputs: list[torch.Tensor],
+        opts: ReduceScatterOptions = ReduceScatterOptions(),  # noqa: B008
+    ) -> Any:
+        """``reduce_scatter_single`` of each pair, in order; one Work for all."""
+        pairs = zip(outputs, inputs, strict=True)
+        return _joined([self.reduce_scatter_single(o, i, opts) for o, i in pairs], outputs)
 
     def all_to_all_single(
         self,

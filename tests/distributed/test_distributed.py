@@ -85,6 +85,27 @@ def _collectives(rank: int, init: str, out_dir: str) -> None:
         dist.reduce_scatter_single(out, t, group=group)
         return moved([out])
 
+    def coalesced(device, group):
+        """``dist._coalescing_manager`` (no device: the group's ``*_coalesced`` methods)."""
+        outs = [torch.empty(4, device=device), torch.empty(6, device=device)]
+        ins = [torch.full((2,), float(rank), device=device), torch.arange(3.0).to(device) + rank]
+        with dist._coalescing_manager(group=group, async_ops=True) as cm:
+            for o, i in zip(outs, ins, strict=True):
+                dist.all_gather_into_tensor(o, i, group=group)
+        cm.wait()
+        scattered = [torch.empty(2, device=device), torch.empty(3, device=device)]
+        ins = [torch.arange(4.0).to(device) * (rank + 1), torch.arange(6.0).to(device) - rank]
+        with dist._coalescing_manager(group=group, async_ops=True) as cm:
+            for o, i in zip(scattered, ins, strict=True):
+                dist.reduce_scatter_single(o, i, group=group)
+        cm.wait()
+        summed = [torch.full((2,), rank + 1.0, device=device), torch.ones(3, device=device)]
+        with dist._coalescing_manager(group=group, async_ops=True) as cm:
+            for t in summed:
+                dist.all_reduce(t, group=group)
+        cm.wait()
+        return moved([*outs, *scattered, *summed])
+
     def send_recv(device, group):
         if rank == 0:
             dist.send(torch.arange(3.0).to(device), dst=1, group=group)
@@ -106,6 +127,7 @@ def _collectives(rank: int, init: str, out_dir: str) -> None:
         ("all_gather", all_gather),
         ("reduce_scatter", reduce_scatter),
         ("all_to_all", all_to_all),
+        ("coalesced", coalesced),
         ("send_recv", send_recv),
         ("async_work", async_work),
     ):
