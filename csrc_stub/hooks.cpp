@@ -13,6 +13,8 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace mydev {
@@ -82,10 +84,22 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
-    // Storage bytes live in host memory from our allocator: ATen's CPU resize applies, on
-    // the storage's device (the allocator allocates on the current one).
+    // ATen's resize_bytes_cpu, on the storage's device (the allocator allocates on the
+    // current one), except for size 0: there it leaves an empty DataPtr whose device is CPU,
+    // and the storage then reported device "cpu" (FSDP1's shard() resizes to 0 and back).
+    // Our allocator's allocate(0) gives a null pointer that keeps the device.
+    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
+    c10::Allocator* allocator = impl->allocator();
+    TORCH_CHECK(allocator != nullptr, "Trying to resize storage without an allocator");
     const DeviceScope scope(storage.device().index());
-    at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
+    c10::DataPtr data = allocator->allocate(newsize);
+    const size_t kept = std::min(newsize, impl->nbytes());
+    if (kept > 0 && impl->data() != nullptr) {
+      std::memcpy(data.get(), impl->data(), kept);
+    }
+    impl->set_data_ptr_noswap(std::move(data));
+    impl->set_nbytes(newsize);
   }
 };
 

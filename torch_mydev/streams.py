@@ -162,3 +162,13 @@ class StreamContext:
 def stream(stream: torch.Stream | None) -> StreamContext:
     """``with torch.mydev.stream(s):`` makes `s` current (``torch.cuda.stream``)."""
     return StreamContext(stream)
+
+
+def record_stream(self: torch.Tensor, stream: torch.Stream) -> None:
+    """``aten::record_stream``: nothing to record. CUDA's caching allocator must not reuse a
+    block while another stream's queued work may still use it; mydev kernels run
+    synchronously, so no work is ever queued when a block is freed (docs/runtime.md)."""
+    if stream.device.type != self.device.type:
+        raise RuntimeError(
+            f"record_stream: expected a {self.device.type} stream, got one on {stream.device}"
+        )

@@ -242,3 +242,21 @@ def test_threads_on_different_devices_allocate_on_their_own():
     assert not errors, errors
     assert [torch.mydev.memory_allocated(i) for i in (0, 1)] == before
     assert torch.mydev.current_device() == 0  # the threads' choices stayed theirs
+
+
+def test_storage_resized_to_zero_and_back_keeps_its_device_and_bytes():
+    """A mydev storage resized to 0 bytes stays on its device (ATen's resize_bytes_cpu left a
+    CPU DataPtr there, and FSDP1's shard() then refused the storage); growing keeps the bytes."""
+    for index in range(torch.mydev.device_count()):
+        t = torch.arange(4.0, device=f"mydev:{index}")
+        storage = t.untyped_storage()
+        storage.resize_(8)
+        assert storage.device == torch.device("mydev", index)
+        assert torch.equal(
+            torch.empty(0, device=t.device).set_(storage).view(torch.float32),
+            torch.tensor([0.0, 1.0]).to(t.device),
+        )
+        storage.resize_(0)
+        assert storage.device == torch.device("mydev", index) and storage.nbytes() == 0
+        storage.resize_(12)
+        assert storage.device == torch.device("mydev", index) and storage.nbytes() == 12

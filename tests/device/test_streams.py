@@ -8,6 +8,8 @@ import time
 import pytest
 import torch
 
+import torch_mydev
+
 
 @pytest.fixture(autouse=True)
 def back_to_device_zero():
@@ -161,3 +163,15 @@ def test_synchronize():
     torch.mydev.synchronize("mydev:1")
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         torch.mydev.synchronize(torch.mydev.device_count())
+
+
+def test_record_stream_has_nothing_to_record_and_runs_natively():
+    """FSDP calls ``record_stream``; kernels are synchronous, so there is nothing to record
+    (docs/runtime.md). It runs as a mydev kernel, not through the CPU fallback (which has
+    no CPU kernel for it)."""
+    torch_mydev.reset_fallback_stats()
+    t = torch.ones(3, device="mydev")
+    t.record_stream(torch.mydev.current_stream())
+    t.record_stream(torch.mydev.Stream())
+    assert torch_mydev.fallback_stats() == {}
+    assert torch.equal(t.cpu(), torch.ones(3))

@@ -260,6 +260,38 @@ def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(tmp_path):
         torch.testing.assert_close(full, expected.detach(), rtol=1e-6, atol=1e-6)
 
 
+def _fsdp1(rank: int, init: str, out_dir: str) -> None:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
+    torch.manual_seed(0)
+    # On mydev before wrapping: FSDP1 moving a CPU model fails in set_data (docs).
+    fsdp = FullyShardedDataParallel(_model().to("mydev"), device_id=torch.device("mydev", 0))
+    optimizer = torch.optim.SGD(fsdp.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        rows = slice(rank * 4, rank * 4 + 4)
+        loss = torch.nn.functional.mse_loss(fsdp(batch[rows].to("mydev")), target[rows].to("mydev"))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with FullyShardedDataParallel.summon_full_params(fsdp):
+        params = [p.detach().cpu() for p in fsdp.parameters()]
+        on = {p.device.type for p in fsdp.parameters()}
+    torch.save({"params": params, "on": on}, f"{out_dir}/fsdp1_{rank}.pt")
+    dist.destroy_process_group()
+
+
+def test_fsdp1_matches_one_process_on_the_whole_batch(tmp_path):
+    _spawn(_fsdp1, str(tmp_path))
+    model = _one_process()
+    for rank in range(WORLD):
+        seen = torch.load(tmp_path / f"fsdp1_{rank}.pt")
+        assert seen["on"] == {"mydev"}
+        for got, expected in zip(seen["params"], model.parameters(), strict=True):
+            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
+
+
 def test_the_backend_is_registered_for_mydev():
     assert dist.Backend.default_device_backend_map["mydev"] == BACKEND
     assert BACKEND.upper() in dist.Backend._plugins

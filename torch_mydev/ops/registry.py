@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from torch_mydev import streams
 from torch_mydev.ops import conversions, copy, factories, fallback, families
 
 KERNELS: dict[str, Callable] = {
@@ -17,6 +18,7 @@ KERNELS: dict[str, Callable] = {
     "_local_scalar_dense": copy.local_scalar_dense,
     "clone": conversions.clone,
     "_to_copy": conversions._to_copy,
+    "record_stream": streams.record_stream,
     # native elementwise ops: functional, out= and in-place overloads (ops/families.py)
     **families.overload_kernels(),
 }
