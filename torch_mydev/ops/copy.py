@@ -40,8 +40,11 @@ _PARTIAL_OVERLAP = (
 )
 _COMPLEX_TO_REAL = "Casting complex values to real discards the imaginary part"
 _HOST_DEVICES = ("cpu", DEVICE)
-# The same devices as torch.device objects (PrivateUse1 is mydev under any name).
-_HOST = frozenset((torch.device("cpu"), torch.device("privateuseone", 0)))
+# The same devices as torch.device objects, every mydev ordinal (PrivateUse1 is mydev under
+# any name): the common case of _check_copy_args is one set lookup per tensor.
+_HOST = frozenset(
+    (torch.device("cpu"), *(torch.device("privateuseone", i) for i in range(_C._device_count())))
+)
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 _COPY_CONFIG = copy_config()
 _signature = _C._signature
