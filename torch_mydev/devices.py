@@ -52,10 +52,15 @@ def current_device() -> int:
 def set_device(device: DeviceLike) -> None:
     """Make `device` the calling thread's current device (``torch.cuda.set_device``).
 
-    A negative index changes nothing, as with CUDA.
+    A negative index changes nothing, as with CUDA; a device without an index (or None) is a
+    ValueError, as ``torch.cuda._utils._get_device_index(device, optional=False)`` raises.
     """
     if isinstance(device, int) and device < 0:
         return
+    if device is None or (not isinstance(device, int) and torch.device(device).index is None):
+        raise ValueError(
+            f"Expected a torch.device with a specified index or an integer, but got:{device}"
+        )
     _C._set_device(index_of(device))
 
 

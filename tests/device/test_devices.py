@@ -260,3 +260,12 @@ def test_storage_resized_to_zero_and_back_keeps_its_device_and_bytes():
         assert storage.device == torch.device("mydev", index) and storage.nbytes() == 0
         storage.resize_(12)
         assert storage.device == torch.device("mydev", index) and storage.nbytes() == 12
+
+
+@pytest.mark.parametrize("device", ["mydev", None])
+def test_set_device_without_an_index_raises_value_error_as_cuda(device):
+    """torch.cuda.set_device("cuda") or (None): ValueError from _get_device_index."""
+    before = torch.mydev.current_device()
+    with pytest.raises(ValueError, match="with a specified index or an integer"):
+        torch.mydev.set_device(torch.device(device) if device else device)
+    assert torch.mydev.current_device() == before
