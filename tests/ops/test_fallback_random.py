@@ -111,3 +111,12 @@ def test_native_dropout_draws_like_cpu():
 def test_cpu_generator_for_a_mydev_op_is_refused():
     with pytest.raises(RuntimeError, match="Expected a 'mydev' device type for generator"):
         torch.randn(3, generator=torch.Generator(), device="mydev")
+
+
+def test_a_seeded_op_without_a_generator_argument_runs_as_on_cpu():
+    """``_fused_sdp_choice`` is tagged nondeterministic_seeded but takes no generator and has
+    no overload with one: it runs as CPU runs it (it used to fail binding a lent generator)."""
+    q = torch.randn(4, 4, 3, 8)
+    k = torch.randn(4, 4, 6, 8)
+    on_mydev = torch._fused_sdp_choice(q.to("mydev"), k.to("mydev"), k.to("mydev"))
+    assert on_mydev == torch._fused_sdp_choice(q, k, k)

@@ -188,7 +188,11 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type
         cpu_args, cpu_kwargs = fs.unbind(op_info, cpu_values)
         return ff.CPU_KERNELS.get(op_info.name, op_info.op)(*cpu_args, **cpu_kwargs)
 
-    result = fr.lend(op_info, cpu_values, device, call) if op_info.random else call()
+    # A seeded op gets a mydev generator's state through its ``generator`` argument, or
+    # through its special form's (fr.SPECIAL); one with neither (``_fused_sdp_choice``,
+    # attention kernels with dropout) runs as CPU runs it, on CPU's default generator.
+    lends = op_info.random and (op_info.generator_index is not None or special is not None)
+    result = fr.lend(op_info, cpu_values, device, call) if lends else call()
     for written, value, cpu_value in zip(op_info.written, values, cpu_values, strict=False):
         if written and value is not _MISSING:
             fc.write_back(value, cpu_value)
