@@ -31,16 +31,6 @@ XFAILS: dict[tuple[str, str | None], tuple[str, str]] = {
         " torch.empty(2)[1:].as_strided((1, 0, 1, 1), (2, 2, 2, 2));"
         " F.pixel_unshuffle(x.to('mydev'), 1).stride()",
     ),
-    ("nn.functional.scaled_dot_product_attention", None): (
-        "fallback",
-        "SDPA on mydev takes the math path (bmm, _softmax, tril through the fallback) while CPU"
-        " picks its flash kernel (_fused_sdp_choice == 1): values differ by ulps. The choice is"
-        " a DispatchStub (_fused_sdp_choice_stub, attention.cpp) a PrivateUse1 backend must"
-        " register in C++, and the flash path for a non-CPU device calls the CUDA-only op."
-        " Repro: q = torch.randn(4, 4, 3, 8); k = v = torch.randn(4, 4, 6, 8);"
-        " F.scaled_dot_product_attention(q, k, v, is_causal=True) vs the same on mydev"
-        " (max diff 2.4e-07)",
-    ),
 }
 
 # OpInfo entry -> positions in `sample.args` of tensors torch requires on CPU whatever the

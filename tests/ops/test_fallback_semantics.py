@@ -262,3 +262,66 @@ def test_cpu_kernel_ops_match_cpu_bits(call):
         for c, d in zip(cpu, dev, strict=True):
             if c.grad is not None:
                 _same(c.grad, d.grad)
+
+
+# ------------------------------------------------- scaled_dot_product_attention's backend
+
+SDPA_FORMS = {
+    "causal": {"is_causal": True},
+    "bool_mask": {"attn_mask": torch.tensor([[True, False] * 3] * 3)},
+    "float_mask": {"attn_mask": torch.linspace(-1, 1, 18).reshape(3, 6)},
+    "scale": {"scale": 0.3},
+    "plain": {},
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kwargs", SDPA_FORMS.values(), ids=SDPA_FORMS.keys())
+def test_sdpa_takes_cpus_backend(dtype, kwargs):
+    """CPU picks its flash kernel (``_fused_sdp_choice == 1``); mydev runs the same one, so
+    outputs and gradients are CPU's bits (the math path differed by ulps)."""
+    gen = torch.Generator().manual_seed(3)
+    shapes = [(4, 4, 3, 8), (4, 4, 6, 8), (4, 4, 6, 8)]
+    cpu = [torch.randn(s, generator=gen).to(dtype).requires_grad_() for s in shapes]
+    dev = [t.detach().to("mydev").requires_grad_() for t in cpu]
+    dev_kwargs = {
+        k: v.to(dtype) if k == "attn_mask" and v.is_floating_point() else v
+        for k, v in kwargs.items()
+    }
+    cpu_kwargs = dict(dev_kwargs)
+    dev_kwargs = {
+        k: v.to("mydev") if isinstance(v, torch.Tensor) else v for k, v in dev_kwargs.items()
+    }
+    assert torch._fused_sdp_choice(*cpu, **cpu_kwargs) == 1
+    assert torch._fused_sdp_choice(*dev, **dev_kwargs) == 1
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    expected, result = sdpa(*cpu, **cpu_kwargs), sdpa(*dev, **dev_kwargs)
+    _same(expected.detach(), result.detach())
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in torch_mydev.fallback_stats()
+    grad = torch.randn(expected.shape, generator=gen).to(dtype)
+    expected.backward(grad)
+    result.backward(grad.to("mydev"))
+    for c, d in zip(cpu, dev, strict=True):
+        _same(c.grad, d.grad)
+    with torch.inference_mode():
+        _same(sdpa(*cpu, **cpu_kwargs), sdpa(*dev, **dev_kwargs))
+
+
+def test_sdpa_math_choice_and_errors_as_cpu():
+    """A call CPU sends to the math path (dropout, 3-dim) runs torch's composite; bad
+    input raises CPU's error type."""
+    q = torch.randn(2, 3, 4)
+    _both(lambda a, b, c: torch.nn.functional.scaled_dot_product_attention(a, b, c), q, q, q)
+    _both(
+        lambda a, b, c: torch.nn.functional.scaled_dot_product_attention(a, b, c),
+        q,
+        q.double(),
+        q,
+    )
+    _both(
+        lambda a, b, c, m: torch.nn.functional.scaled_dot_product_attention(a, b, c, m),
+        q,
+        q,
+        q,
+        torch.ones(3, 3, dtype=torch.long),
+    )

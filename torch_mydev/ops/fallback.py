@@ -45,6 +45,7 @@ from torch_mydev.ops import fallback_devices as fd
 from torch_mydev.ops import fallback_fast as ff
 from torch_mydev.ops import fallback_random as fr
 from torch_mydev.ops import fallback_schema as fs
+from torch_mydev.ops import fallback_sdpa
 from torch_mydev.ops.fallback_schema import op_name, returns_view
 
 __all__ = [
@@ -353,8 +354,8 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
 
 
 def register() -> None:
-    """Register the boxed fallback, the ``EXPLICIT`` kernels and the ``cpu_kernel_ops``
-    for PrivateUse1 (once)."""
+    """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops`` and
+    ``fallback_sdpa.scaled_dot_product_attention`` for PrivateUse1 (once)."""
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
@@ -365,4 +366,9 @@ def register() -> None:
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
+    # CompositeImplicitAutograd; both keys, so autograd records the ops it calls
+    for key in ("PrivateUse1", "AutogradPrivateUse1"):
+        explicit.impl(
+            "scaled_dot_product_attention", fallback_sdpa.scaled_dot_product_attention, key
+        )
     _libraries.extend((boxed, explicit))
