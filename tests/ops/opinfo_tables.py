@@ -23,14 +23,6 @@ UNDEFINED_VALUES: frozenset[str] = frozenset(
 
 # (OpInfo entry, dtype name or None for every dtype) -> (owner, bug and one-line repro).
 XFAILS: dict[tuple[str, str | None], tuple[str, str]] = {
-    ("nn.functional.pixel_unshuffle", None): (
-        "fallback",
-        "CompositeExplicitAutogradNonFunctional math_pixel_unshuffle runs instead of CPU's kernel"
-        " (the boxed fallback never sees it): a zero-element input with strides (2, 2, 2, 2) and"
-        " downscale_factor=1 gives strides (1, 1, 1, 1), CPU (2, 2, 2, 2). Repro: x ="
-        " torch.empty(2)[1:].as_strided((1, 0, 1, 1), (2, 2, 2, 2));"
-        " F.pixel_unshuffle(x.to('mydev'), 1).stride()",
-    ),
 }
 
 # OpInfo entry -> positions in `sample.args` of tensors torch requires on CPU whatever the

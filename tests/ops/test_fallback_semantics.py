@@ -238,6 +238,25 @@ def test_one_tensor_passed_twice_is_one_cpu_tensor(path):
 def test_ops_with_cpu_kernels_and_composites_run_cpus_kernel():
     names = {fallback.op_name(op) for op in fallback.CPU_KERNEL_OPS}
     assert {"aten::native_layer_norm", "aten::native_group_norm", "aten::addr"} <= names
+    # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; never the
+    # structured ones, whose composite calls CPU's out= kernel through the fallback
+    assert {"aten::pixel_shuffle", "aten::pixel_unshuffle"} <= names
+    assert not {"aten::sin", "aten::sin_", "aten::mm", "aten::mse_loss"} & names
+
+
+@pytest.mark.parametrize("shuffle", ["pixel_shuffle", "pixel_unshuffle"])
+def test_pixel_shuffle_runs_cpus_kernel(shuffle):
+    """``math_pixel_unshuffle`` (the composite) gave a zero-element result other strides."""
+    call = getattr(torch.nn.functional, shuffle)
+    empty = torch.empty(2)[1:].as_strided((1, 0, 1, 1), (2, 2, 2, 2))
+    _both(lambda x: call(x, 1), empty)
+    x = torch.arange(2 * 8 * 4 * 6.0).reshape(2, 8, 4, 6)
+    _both(lambda x: call(x, 2), x)
+    _both(lambda x: call(x, 2), x.transpose(2, 3))
+    assert f"aten::{shuffle}" in torch_mydev.fallback_stats()
+    leaf = x.to("mydev").requires_grad_()
+    call(leaf, 2).pow(2).sum().backward()
+    _same(2 * x, leaf.grad)
 
 
 @pytest.mark.parametrize(

@@ -320,25 +320,59 @@ _libraries: list[torch.library.Library] = []
 CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
 
 
-def cpu_kernel_ops() -> list[torch._ops.OpOverload]:
-    """aten overloads with a CPU kernel that PrivateUse1 would run as their
-    CompositeExplicitAutograd kernel instead of reaching the fallback.
+def _structured(packet_name: str) -> bool:
+    """Whether ``packet_name`` is the functional or in-place variant of a structured op.
 
-    The dispatcher prefers a CompositeExplicitAutograd kernel to a backend fallback, so
-    ``native_layer_norm`` on mydev would run ``math_native_layer_norm`` (batch_norm +
-    addcmul) and differ from CPU's kernel in the last bits. Listed from the dispatcher
-    itself (torch 2.13: ``addr``, ``all.dims``, ``any.dims``, ``native_group_norm``,
-    ``native_layer_norm`` and their ``out`` forms); each is registered to run its CPU kernel
-    through the fallback.
+    Its packet (``sin``) or, for ``sin_``, the base op's has an ``out=`` overload with a CPU
+    kernel and no CompositeExplicitAutograd one: the structured kernel. The generated
+    CompositeExplicitAutogradNonFunctional kernel of such an op allocates the output on
+    mydev and calls that ``out`` overload, which reaches the fallback and runs CPU's kernel
+    over it: zero copies, nothing to register.
+    """
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    name = packet_name.removeprefix("aten::").partition(".")[0]
+    for base in {name, name.rstrip("_")}:
+        packet = getattr(torch.ops.aten, base, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            schema = getattr(packet, overload)._schema
+            qualified = f"{schema.name}.{schema.overload_name}" if schema.overload_name else ""
+            if (
+                qualified
+                and any(a.is_out for a in schema.arguments)
+                and has(qualified, "CPU")
+                and not has(qualified, "CompositeExplicitAutograd")
+            ):
+                return True
+    return False
+
+
+def cpu_kernel_ops() -> list[torch._ops.OpOverload]:
+    """aten overloads with a CPU kernel that PrivateUse1 would run as a composite kernel
+    instead of reaching the fallback.
+
+    The dispatcher prefers a CompositeExplicitAutograd(NonFunctional) kernel to a backend
+    fallback, so ``native_layer_norm`` on mydev would run ``math_native_layer_norm``
+    (batch_norm + addcmul) and differ from CPU's kernel in the last bits, and
+    ``pixel_unshuffle`` would run ``math_pixel_unshuffle`` (a zero-element result gets other
+    strides than CPU's). Listed from the dispatcher itself (torch 2.13:
+    CompositeExplicitAutograd: ``addr``, ``all.dims``, ``any.dims``, ``native_group_norm``,
+    ``native_layer_norm`` and their ``out`` forms; CompositeExplicitAutogradNonFunctional,
+    structured ops left out (``_structured``): ``pixel_shuffle``, ``pixel_unshuffle``);
+    each is registered to run its CPU kernel through the fallback.
     """
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
     for packet_name in torch._C._dispatch_get_all_op_names():
         if not packet_name.startswith("aten::"):
             continue
-        if not (has(packet_name, "CPU") and has(packet_name, "CompositeExplicitAutograd")):
+        if not has(packet_name, "CPU") or has(packet_name, "PrivateUse1"):
             continue
-        if has(packet_name, "PrivateUse1"):
+        if not has(packet_name, "CompositeExplicitAutograd") and not (
+            has(packet_name, "CompositeExplicitAutogradNonFunctional")
+            and not _structured(packet_name)
+        ):
             continue
         name, _, overload = packet_name.removeprefix("aten::").partition(".")
         found.append(getattr(getattr(torch.ops.aten, name), overload or "default"))
