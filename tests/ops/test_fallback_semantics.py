@@ -6,6 +6,8 @@ calls, and the zero-copy path against the copy path. Truth: the same call on CPU
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -241,7 +243,7 @@ def test_ops_with_cpu_kernels_and_composites_run_cpus_kernel():
     # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; never the
     # structured ones, whose composite calls CPU's out= kernel through the fallback
     assert {"aten::pixel_shuffle", "aten::pixel_unshuffle"} <= names
-    assert not {"aten::sin", "aten::sin_", "aten::mm", "aten::mse_loss"} & names
+    assert not {"aten::sin", "aten::sin_", "aten::mm", "aten::exp_"} & names
 
 
 @pytest.mark.parametrize("shuffle", ["pixel_shuffle", "pixel_unshuffle"])
@@ -344,3 +346,44 @@ def test_sdpa_math_choice_and_errors_as_cpu():
         q,
         torch.ones(3, 3, dtype=torch.long),
     )
+
+
+# ------------------------------------- structured losses: no resize warning CPU never gives
+
+LOSSES = {
+    "mse_mean": lambda a, b: torch.nn.functional.mse_loss(a, b),
+    "mse_sum": lambda a, b: torch.nn.functional.mse_loss(a, b, reduction="sum"),
+    "mse_none": lambda a, b: torch.nn.functional.mse_loss(a, b, reduction="none"),
+    "smooth_l1_mean": lambda a, b: torch.nn.functional.smooth_l1_loss(a, b),
+    "smooth_l1_sum": lambda a, b: torch.nn.functional.smooth_l1_loss(a, b, reduction="sum"),
+}
+
+
+@pytest.mark.parametrize("call", LOSSES.values(), ids=LOSSES.keys())
+def test_structured_losses_warn_as_cpu(call, path):
+    """The structured composite used to call ``mse_loss.out`` with a 0-dim output, which
+    CPU's out kernel resizes with torch's deprecation warning; CPU's functional call is
+    silent, so mydev's is too (``fallback.FUNCTIONAL_ON_CPU``)."""
+    gen = torch.Generator().manual_seed(5)
+    a, b = torch.randn(4, 3, generator=gen), torch.randn(4, 3, generator=gen)
+    leaf_cpu, leaf_dev = a.clone().requires_grad_(), a.to("mydev").requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected, result = call(leaf_cpu, b), call(leaf_dev, b.to("mydev"))
+        _same(expected.detach(), result.detach())
+        expected.sum().backward()
+        result.sum().backward()
+    _same(leaf_cpu.grad, leaf_dev.grad)
+
+
+def test_functional_on_cpu_assumption_and_explicit_out_warns_as_cpu():
+    """What ``FUNCTIONAL_ON_CPU`` works around is torch's: CPU's ``out=`` kernel warns for a
+    0-dim output; an explicit ``out=`` call on mydev still warns as CPU does."""
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    assert set(fallback.FUNCTIONAL_ON_CPU) == {"mse_loss", "smooth_l1_loss"}
+    for device in ("cpu", "mydev"):
+        x, y = a.to(device), b.to(device)
+        with pytest.warns(UserWarning, match="resized since it had shape"):
+            torch._C._nn.mse_loss(x, y, 1, out=torch.empty((), device=device))
+        with pytest.warns(UserWarning, match="resized since it had shape"):
+            torch._C._nn.smooth_l1_loss(x, y, 1, 1.0, out=torch.empty((), device=device))

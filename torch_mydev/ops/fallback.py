@@ -319,6 +319,15 @@ EXPLICIT: dict[str, Callable] = {
 _libraries: list[torch.library.Library] = []
 CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
 
+# Structured ops whose meta function resizes the output after building it (Loss.cpp:
+# ``build_borrowing_binary_op`` then ``maybe_get_output().resize_({})`` for a reduction).
+# Their generated CompositeExplicitAutogradNonFunctional kernel runs that meta on mydev and
+# calls ``out=`` with the 0-dim result; CPU's ``out`` kernel runs the meta again, resizes
+# that one-element output to the input's shape and warns ("An output with one or more
+# elements was resized ..."), which CPU's functional call never does. On mydev the
+# functional overload runs CPU's functional kernel instead (one element copied back).
+FUNCTIONAL_ON_CPU: tuple[str, ...] = ("mse_loss", "smooth_l1_loss")
+
 
 def _structured(packet_name: str) -> bool:
     """Whether ``packet_name`` is the functional or in-place variant of a structured op.
@@ -398,6 +407,7 @@ def register() -> None:
     for op, fn in EXPLICIT.items():
         explicit.impl(op, fn, "PrivateUse1")
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
+    CPU_KERNEL_OPS.extend(getattr(torch.ops.aten, name).default for name in FUNCTIONAL_ON_CPU)
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
     # CompositeImplicitAutograd; both keys, so autograd records the ops it calls
