@@ -22,8 +22,7 @@ UNDEFINED_VALUES: frozenset[str] = frozenset(
 )
 
 # (OpInfo entry, dtype name or None for every dtype) -> (owner, bug and one-line repro).
-XFAILS: dict[tuple[str, str | None], tuple[str, str]] = {
-}
+XFAILS: dict[tuple[str, str | None], tuple[str, str]] = {}
 
 # OpInfo entry -> positions in `sample.args` of tensors torch requires on CPU whatever the
 # device (CUDA raises the same error for a device tensor there).
