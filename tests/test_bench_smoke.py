@@ -31,8 +31,10 @@ def test_bench_smoke_prints_the_tables():
         "cast float32 -> int64",
         "broadcast copy_",
         "add channels_last + contiguous",
+        "eager (a*2+b).relu().sum(1)",
         "cold start (subprocess)",
     ):
         assert f"| {case}" in text, case
     assert "| clone peak extra memory = output bytes | 4 cases | met |" in text
     assert "torch.library dispatch" in text
+    assert "| small ops at 1K <= 2x | worst " in text
