@@ -15,7 +15,6 @@ from torch_mydev import _C
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.layout import (
     MemoryFormat,
-    contiguous_strides,
     preserve_format_strides,
     strides_for_memory_format,
 )
@@ -49,49 +48,6 @@ def _check_options(
     index = -1 if device is None or device.index is None else device.index  # -1: current
     _C._check_device(index)
     return index
-
-
-def empty_memory_format(
-    size: Sequence[int],
-    *,
-    dtype: torch.dtype | None = None,
-    layout: torch.layout | None = None,
-    device: torch.device | None = None,
-    pin_memory: bool | None = None,
-    memory_format: torch.memory_format | None = None,
-) -> torch.Tensor:
-    """aten::empty.memory_format: strides of `memory_format` (contiguous by default).
-
-    Mirrors at::detail::empty_generic: preserve_format is an error, channels_last needs
-    rank 4 and channels_last_3d rank 5 (strides_for_memory_format raises).
-    """
-    index = _check_options(device, layout, pin_memory)
-    sizes = tuple(int(s) for s in size)
-    strides = _layout_strides(sizes, MemoryFormat.from_torch(memory_format))
-    return empty_mydev(sizes, strides, dtype or torch.get_default_dtype(), index)
-
-
-def empty_strided(
-    size: Sequence[int],
-    stride: Sequence[int],
-    *,
-    dtype: torch.dtype | None = None,
-    layout: torch.layout | None = None,
-    device: torch.device | None = None,
-    pin_memory: bool | None = None,
-) -> torch.Tensor:
-    """aten::empty_strided: exactly the requested sizes and strides, never changed."""
-    index = _check_options(device, layout, pin_memory)
-    sizes = tuple(int(s) for s in size)
-    strides = tuple(int(s) for s in stride)
-    return empty_mydev(sizes, strides, dtype or torch.get_default_dtype(), index)
-
-
-def _layout_strides(sizes: tuple[int, ...], fmt: MemoryFormat) -> tuple[int, ...]:
-    if any(s < 0 for s in sizes):
-        # Let the allocator raise torch's own "negative dimension" error.
-        return contiguous_strides(tuple(max(s, 0) for s in sizes))
-    return strides_for_memory_format(sizes, fmt)
 
 
 def like_strides(

@@ -1,5 +1,7 @@
 """The table of mydev's Python kernels: which aten op each function implements.
 
+``empty.memory_format`` and ``empty_strided`` are C++ (``csrc_stub/factories.cpp``).
+
 The elementwise overloads come from the op-family table (``ops/families.py``).
 """
 
@@ -11,8 +13,6 @@ from torch_mydev import streams
 from torch_mydev.ops import conversions, copy, factories, fallback, families
 
 KERNELS: dict[str, Callable] = {
-    "empty.memory_format": factories.empty_memory_format,
-    "empty_strided": factories.empty_strided,
     "empty_like": factories.empty_like,
     "copy_": copy.copy_,
     "_local_scalar_dense": copy.local_scalar_dense,
