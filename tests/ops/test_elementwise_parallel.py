@@ -1,0 +1,142 @@
+"""Large native elementwise ops run on the parallel loops and still match torch CPU.
+
+Truth: the same call on CPU tensors with the same sizes, strides, offsets and values
+(``assert_matches`` of ``test_elementwise``: bit for bit, NaN positions only for NaN bits).
+The thresholds are lowered to one element here, so the small hypothesis layouts take the
+parallel path (``kernels.elementwise.ParallelKernel`` / ``_run_parallel``); a spy on
+``numba_threads`` proves each call went parallel. The per-signature entry cache is cleared
+around each test, so no entry prepared under the real thresholds is reused.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.layout.strategies import views
+from tests.ops.test_elementwise import assert_matches, pair, partner, run_both
+from torch_mydev.kernels import copy_loops
+from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops import elementwise_entries
+
+# A few dtypes only: each compiles its own parallel loops once (numba's cache keeps them).
+DTYPES = (torch.float32, torch.float16, torch.int64)
+
+
+class _Spy:
+    """Counts parallel launches (every one asks for the thread count first)."""
+
+    def __init__(self, real):
+        self.real = real
+        self.calls = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.real()
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    for module, name in (
+        (copy_loops, "PARALLEL_MIN_NUMEL"),
+        (kernels, "PARALLEL_MIN_NUMEL"),
+        (kernels, "PARALLEL_STREAM_MIN_NUMEL"),
+    ):
+        monkeypatch.setattr(module, name, 1)
+    monkeypatch.setattr(kernels, "TILE_MIN_SIDE", 2)
+    monkeypatch.setattr(kernels, "BINARY_TILE", 3)  # tiles cut short at the dims' ends
+    counter = _Spy(kernels.numba_threads)
+    monkeypatch.setattr(kernels, "numba_threads", counter)
+    elementwise_entries._entries.clear()
+    yield counter
+    elementwise_entries._entries.clear()
+
+
+def _check(spy, fn_cpu, fn_dev, twice=True):
+    """Compare with CPU; the mydev call (twice: general path, then cached entry) must launch
+    a parallel loop each time it has elements."""
+    before = spy.calls
+    expected, got = run_both(fn_cpu, fn_dev)
+    if expected is None:
+        return
+    assert_matches(expected, got)
+    if twice:
+        assert_matches(fn_cpu(), fn_dev())  # assert_matches zeroes the NaNs it compared
+    if got.numel():
+        assert spy.calls >= before + (2 if twice else 1)
+
+
+# The fixture's patches hold for every example; only the spy's count moves, read per call.
+_FIXTURE_OK = settings(
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ]
+)
+
+
+@_FIXTURE_OK
+@given(
+    view=views(max_dims=4),
+    dtype=st.sampled_from(DTYPES),
+    op=st.sampled_from(("add", "sub", "mul", "div", "floor_divide", "eq", "lt")),
+    seed=st.integers(0, 9),
+    data=st.data(),
+)
+def test_binary_and_comparisons_in_parallel(spy, view, dtype, op, seed, data):
+    a_cpu, a_dev = pair(view, dtype, seed)
+    b_cpu, b_dev = pair(data.draw(partner(view[0])), dtype, seed + 1, nonzero=True)
+    if data.draw(st.booleans()):
+        a_cpu, a_dev, b_cpu, b_dev = b_cpu, b_dev, a_cpu, a_dev
+    fn = getattr(torch, op)
+    _check(spy, lambda: fn(a_cpu, b_cpu), lambda: fn(a_dev, b_dev))
+
+
+@_FIXTURE_OK
+@given(
+    view=views(max_dims=4),
+    dtype=st.sampled_from(DTYPES),
+    op=st.sampled_from(("neg", "abs")),
+    seed=st.integers(0, 9),
+)
+def test_unary_in_parallel(spy, view, dtype, op, seed):
+    a_cpu, a_dev = pair(view, dtype, seed)
+    fn = getattr(torch, op)
+    _check(spy, lambda: fn(a_cpu), lambda: fn(a_dev))
+
+
+@_FIXTURE_OK
+@given(view=views(max_dims=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 9))
+def test_where_and_fill_in_parallel(spy, view, dtype, seed):
+    a_cpu, a_dev = pair(view, dtype, seed)
+    b_cpu, b_dev = pair(view, dtype, seed + 1)
+    c_cpu, c_dev = a_cpu > 0, a_dev > 0
+    _check(
+        spy,
+        lambda: torch.where(c_cpu, a_cpu, b_cpu),
+        lambda: torch.where(c_dev, a_dev, b_dev),
+        twice=False,
+    )
+    _check(
+        spy,
+        lambda: torch.empty_like(a_cpu).fill_(3),
+        lambda: torch.empty_like(a_dev).fill_(3),
+        twice=False,
+    )
+
+
+def test_channels_last_plus_contiguous_at_the_real_thresholds():
+    """The bench's case, tiled and parallel above the real threshold (64K elements)."""
+    elementwise_entries._entries.clear()
+    a = torch.randn(2, 64, 24, 24).contiguous(memory_format=torch.channels_last)
+    b = torch.randn(2, 64, 24, 24)
+    da, db = a.to("mydev"), b.to("mydev")
+    for _ in range(2):  # general path, then the cached entry
+        assert_matches(a + b, da + db)
+        assert_matches(a * b, da * db)
+        assert_matches(b - a, db - da)
+    assert_matches(torch.where(a > 0, a, b), torch.where(da > 0, da, db))
+    elementwise_entries._entries.clear()
