@@ -37,6 +37,10 @@ MUL = 1
 DIV = 2
 DIV_TRUNC = 3
 DIV_FLOOR = 4
+# The relu family (``b`` unused by CLAMP_MIN; ``alpha`` holds the bound or the threshold).
+CLAMP_MIN = 5  # a < alpha ? alpha : a
+THRESHOLD = 6  # a <= alpha ? b : a (b: the value)
+THRESHOLD_BACKWARD = 7  # a <= alpha ? 0 : b (a: self, b: grad)
 # Comparisons.
 EQ = 0
 NE = 1
@@ -377,6 +381,43 @@ def _ordered(x, y, op):
     return ordered_real
 
 
+def clamp_min_rule(x, bound):
+    """``clamp_min``: ``std::max(x, bound)`` with a NaN ``x`` kept (``x < bound`` is false for
+    it), and ``-0.0`` kept against a zero bound, as torch CPU's loops give."""
+
+
+@overload(clamp_min_rule)
+def _clamp_min_rule(x, bound):
+    if isinstance(x, types.Complex):
+        return lambda x, bound: x  # never used: clamp refuses complex values
+    return lambda x, bound: bound if x < bound else x
+
+
+def threshold_rule(x, threshold, value, other):
+    """``threshold_kernel``: ``x <= threshold ? value : other`` (a NaN ``x`` gives ``other``)."""
+
+
+@overload(threshold_rule)
+def _threshold_rule(x, threshold, value, other):
+    if isinstance(x, types.Complex):
+        return lambda x, threshold, value, other: other  # never used: no complex threshold
+    return lambda x, threshold, value, other: value if x <= threshold else other
+
+
+def zero_of(x):
+    """Zero in ``x``'s compute type."""
+
+
+@overload(zero_of)
+def _zero_of(x):
+    zero = {types.float32: np.float32(0.0), types.float64: np.float64(0.0)}.get(x)
+    if zero is not None:
+        return lambda x: zero
+    if isinstance(x, types.Complex):
+        return lambda x: x - x  # never used
+    return lambda x: np.int64(0)
+
+
 def abs_rule(x):
     """``abs``: integers wrap (``abs(INT_MIN) == INT_MIN``), floats clear the sign, complex
     values become ``hypot(re, im) + 0j``."""
@@ -450,7 +491,21 @@ def _binary_row(op, out, o, so, a, ia, sa, b, ib, sb, n, alpha, fmt, out_fmt, mi
             if check_zero and y == 0:
                 return 1
             store(out, _ix(o, i, so), div_trunc_rule(x, y, mid), out_fmt)
-    else:
+    elif op == CLAMP_MIN:
+        for i in range(n):
+            x = load(a, _ix(ia, i, sa), fmt)
+            store(out, _ix(o, i, so), clamp_min_rule(x, alpha), out_fmt)
+    elif op == THRESHOLD:
+        for i in range(n):
+            x = load(a, _ix(ia, i, sa), fmt)
+            y = load(b, _ix(ib, i, sb), fmt)
+            store(out, _ix(o, i, so), threshold_rule(x, alpha, y, x), out_fmt)
+    elif op == THRESHOLD_BACKWARD:
+        for i in range(n):
+            x = load(a, _ix(ia, i, sa), fmt)
+            y = load(b, _ix(ib, i, sb), fmt)
+            store(out, _ix(o, i, so), threshold_rule(x, alpha, zero_of(y), y), out_fmt)
+    elif op == DIV_FLOOR:
         for i in range(n):
             x = load(a, _ix(ia, i, sa), fmt)
             y = load(b, _ix(ib, i, sb), fmt)

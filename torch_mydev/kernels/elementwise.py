@@ -48,6 +48,7 @@ __all__ = [
     "ARITHMETIC",
     "COMPARISONS",
     "SUPPORTED_DTYPES",
+    "THRESHOLDS",
     "UNARY",
     "Operand",
     "Prepared",
@@ -64,6 +65,11 @@ __all__ = [
 ]
 
 ARITHMETIC = ("add", "mul", "div", "div_trunc", "div_floor")
+# The relu family, on the binary loop (codes after ARITHMETIC's): ``clamp_min`` (b unused:
+# pass a), ``threshold`` (b: the value), ``threshold_backward`` (a: self, b: grad); ``alpha``
+# is the bound or the threshold.
+THRESHOLDS = ("clamp_min", "threshold", "threshold_backward")
+_BINARY_CODES = {op: code for code, op in enumerate(ARITHMETIC + THRESHOLDS)}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = ("neg", "abs")
 
@@ -133,7 +139,7 @@ def prepare_binary(
     with a single rounding, as ``binary``'s ``scalar_other`` (float16/bfloat16 only).
     """
     _check_dtype(dtype)
-    code = ARITHMETIC.index(op)
+    code = _BINARY_CODES[op]
     fmt = _LAYOUTS[dtype].fmt
     mid = fmt if dtype in _REDUCED else PLAIN
     b_lane = _LAYOUTS[dtype].element
@@ -149,8 +155,14 @@ def prepare_binary(
     if not extents[0]:
         return _EMPTY
     meta = np.array([*units, code, fmt, fmt, mid, int(check_zero)], dtype=np.int64)
-    args = (*_tokens(lanes), meta, lane_strides, shape_, _compute_scalar(alpha, dtype))
-    cheap = op in ("add", "mul") and dtype not in _REDUCED and not dtype.is_complex
+    if op in ("threshold", "threshold_backward") and dtype in _REDUCED:
+        # threshold_kernel compares float16/bfloat16 values in float32 with the threshold
+        # converted to float32 (``Scalar::to<float>``), not to the tensor's dtype
+        scalar = scalar_bytes(alpha, torch.float32).view(np.float32)[0]
+    else:
+        scalar = _compute_scalar(alpha, dtype)
+    args = (*_tokens(lanes), meta, lane_strides, shape_, scalar)
+    cheap = op in ("add", "mul", *THRESHOLDS) and dtype not in _REDUCED and not dtype.is_complex
     tile = _tile_of(lane_strides, shape_)
     return _prepared("binary", 3, args, extents, _threshold(shape_, cheap), (tile,))
 
@@ -206,7 +218,7 @@ def binary(
     alpha: bool | int | float | complex = 1,
     scalar_other: float | None = None,
 ) -> None:
-    """``out = op(a, b)`` for ``op`` in ``ARITHMETIC``; all three share one dtype.
+    """``out = op(a, b)`` for ``op`` in ``ARITHMETIC`` or ``THRESHOLDS``; one dtype for all.
 
     ``add`` computes ``a + alpha * b`` (``sub`` is ``add`` with ``-alpha``); ``alpha`` converts
     to the compute type as ``Scalar::to`` does (the caller checks overflow). Floats use one

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from torch_mydev.ops import elementwise as ew
+from torch_mydev.ops import elementwise_relu as relu
 from torch_mydev_rules.iterator.families import FAMILIES, Family
 
 __all__ = ["NATIVE_OPS", "NativeOp", "overload_kernels"]
@@ -71,6 +72,9 @@ NATIVE_OPS: tuple[NativeOp, ...] = (
     *(_comparison(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")),
     NativeOp("neg", "unary", ew.neg, _UNARY, ew.neg_, ("",)),
     NativeOp("abs", "unary", ew.absolute, _UNARY, ew.absolute_, ("",)),
+    NativeOp("relu", "clamp_min", relu.relu, ("",), relu.relu_, ("",)),
+    NativeOp("threshold", "threshold", relu.threshold, ("", ".out"), relu.threshold_, ("",)),
+    NativeOp("threshold_backward", "threshold", relu.threshold_backward, ("", ".grad_input")),
     NativeOp("fill_", "fill", ew.fill_, (".Scalar", ".Tensor")),
     NativeOp("zero_", "fill", ew.zero_, ("",)),
     NativeOp("where", "where", ew.where, (".self", ".self_out")),

@@ -68,6 +68,18 @@ def _unary_float(args: ConfigArgs) -> IteratorConfig:
     return unary_float_op_config(default_dtype=args.default_dtype)
 
 
+def _threshold(args: ConfigArgs) -> IteratorConfig:
+    # TORCH_META_FUNC(threshold) / (threshold_backward): promote, cast, safe casting; no
+    # overlap check (threshold is idempotent)
+    return IteratorConfig(
+        check_mem_overlap=False,
+        promote_inputs_to_common_dtype=True,
+        cast_common_dtype_to_outputs=True,
+        enforce_safe_casting_to_output=True,
+        default_dtype=args.default_dtype,
+    )
+
+
 def _where(args: ConfigArgs) -> IteratorConfig:
     # where_self_out: no promotion (the inputs are converted first), any dtypes
     return IteratorConfig(check_all_same_dtype=False)
@@ -117,6 +129,18 @@ FAMILIES: dict[str, Family] = {
             "unary_float_op_config",
             ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid"),
             _unary_float,
+        ),
+        Family(
+            "clamp_min",
+            "unary_op_config (clamp_min's build_borrowing_unary_op; relu is clamp_min(self, 0))",
+            ("relu", "clamp_min"),
+            _unary,
+        ),
+        Family(
+            "threshold",
+            "promote, cast, safe casting, no overlap check (threshold's meta function)",
+            ("threshold", "threshold_backward"),
+            _threshold,
         ),
         Family("where", "check_all_same_dtype(false), no promotion", ("where",), _where),
         Family("fill", "the walk over self's own layout", ("fill_", "zero_"), _fill),

@@ -1,0 +1,259 @@
+"""Native relu family on mydev: relu, threshold and threshold_backward, as torch CPU computes them.
+
+- ``relu`` / ``relu_`` is ``clamp_min(self, 0)`` (``native/Activation.cpp``): a bool tensor
+  is refused, a complex one too (``clamp is not supported for complex types``); the
+  iterator is ``build_borrowing_unary_op`` (output laid out like the input, one dtype).
+  Each element is ``x < 0 ? 0 : x``, which is ``std::max(x, 0)`` with a NaN ``x`` kept and
+  ``-0.0`` kept, as torch CPU's loops give.
+- ``threshold(self, threshold, value)`` (and ``threshold_``, ``threshold.out``) is
+  ``self <= threshold ? value : self``; ``threshold_backward(grad, self, threshold)`` (and
+  ``.grad_input``) is ``self <= threshold ? 0 : grad`` -- relu's derivative. Both build
+  ``threshold``'s iterator (promote to a common dtype, cast to the output, safe casting, no
+  overlap check; ``torch_mydev_rules.iterator.families``) and run ``threshold_kernel``:
+  bool and complex dtypes are refused, the threshold converts to the dtype (float32 for
+  float16/bfloat16, which compare in float32) with ``Scalar::to``'s overflow check.
+
+All three run the binary loop of ``kernels.elementwise`` (``THRESHOLDS``). ``relu``,
+``relu_`` and ``threshold_backward`` keep an ``elementwise_entries.Entry`` per call signature,
+as add does: a repeated call allocates its output and runs the prepared loop.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torch_mydev import _C
+from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops.elementwise_checks import check_range, check_supported
+from torch_mydev.ops.elementwise_entries import GENERAL, Entry, _entries
+from torch_mydev.ops.elementwise_plan import (
+    device_of,
+    finish,
+    input_tensors,
+    kernel_operand,
+    make_plan,
+    output_tensors,
+)
+from torch_mydev_rules.iterator.families import iterator_config
+from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
+from torch_mydev_rules.iterator.promotion import dtype_name
+
+_REDUCED = (torch.float16, torch.bfloat16)
+_FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
+_signature = _C._signature
+_empty_strided = _C._empty_strided
+
+
+# ---- the registered kernels ------------------------------------------------------------------
+
+
+def relu(self: torch.Tensor) -> torch.Tensor:
+    """aten::relu: ``clamp_min(self, 0)``."""
+    _check_relu(self)
+    result = _fast_relu(self, False)
+    return _general_relu(self, False) if result is None else result
+
+
+def relu_(self: torch.Tensor) -> torch.Tensor:
+    """aten::relu_: ``clamp_min_(self, 0)``."""
+    _check_relu(self)
+    result = _fast_relu(self, True)
+    return _general_relu(self, True) if result is None else result
+
+
+def threshold(
+    self: torch.Tensor, threshold: Number, value: Number, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """aten::threshold / threshold.out: ``self <= threshold ? value : self``."""
+    return _general_threshold("threshold", self, self, threshold, value, out, False)
+
+
+def threshold_(self: torch.Tensor, threshold: Number, value: Number) -> torch.Tensor:
+    """aten::threshold_."""
+    return _general_threshold("threshold", self, self, threshold, value, self, True)
+
+
+def threshold_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    threshold: Number,
+    *,
+    grad_input: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """aten::threshold_backward / threshold_backward.grad_input:
+    ``self <= threshold ? 0 : grad_output``."""
+    if grad_input is None:
+        result = _fast_threshold_backward(grad_output, self, threshold)
+        if result is not None:
+            return result
+    return _general_threshold(
+        "threshold_backward", self, grad_output, threshold, 0, grad_input, False
+    )
+
+
+# ---- checks ------------------------------------------------------------------------------------
+
+
+def _check_relu(self: torch.Tensor) -> None:
+    """``relu``'s own check, then ``clamp_min``'s meta function's."""
+    if self.dtype == torch.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    if self.is_complex():
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
+def _check_threshold(common: torch.dtype, threshold: Number, value: Number) -> None:
+    """``threshold_kernel``'s dispatch (all types but bool and complex, plus float16 and
+    bfloat16) and its ``Scalar::to`` conversions of the threshold and the value."""
+    if common == torch.bool or common.is_complex:
+        raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{dtype_name(common)}'")
+    check_supported("threshold", common)
+    check_range(threshold, torch.float32 if common in _REDUCED else common)
+    check_range(value, common)
+
+
+# ---- general paths -----------------------------------------------------------------------------
+
+
+def _general_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor:
+    """The plan (``build_borrowing_unary_op``), the output, ``clamp_min`` with bound 0."""
+    plan, target = make_plan(
+        self if inplace else None, [self], iterator_config("relu"), inplace=inplace
+    )
+    check_supported("relu", self.dtype)
+    device = device_of(target, [self])
+    result, written = output_tensors(plan, target, device)
+    a = kernel_operand(_resolved(self), plan, 1)
+    kernels.binary(
+        "clamp_min", kernel_operand(written, plan, 0), a, a, plan.coalesced_shape, alpha=0
+    )
+    return finish(result, written)
+
+
+def _general_threshold(
+    name: str,
+    self: torch.Tensor,
+    other: torch.Tensor,
+    threshold: Number,
+    value: Number,
+    out: torch.Tensor | None,
+    inplace: bool,
+) -> torch.Tensor:
+    """``threshold`` (``other`` is ``self``, ``value`` the number written) and
+    ``threshold_backward`` (``other`` the gradient, ``value`` 0): the iterator over
+    (out, self, other), the casts it plans, then the binary loop."""
+    config = iterator_config(name, default_dtype=torch.get_default_dtype())
+    inputs = [self, other]
+    plan, target = make_plan(out, inputs, config, inplace=inplace)
+    common = plan.common_dtype
+    _check_threshold(common, threshold, value)
+    device = device_of(target, inputs)
+    result, written = output_tensors(plan, target, device)
+    ops = input_tensors(plan, [_resolved(x) for x in inputs], device)
+    a = kernel_operand(ops[0], plan, 1)
+    if name == "threshold":  # b: the value, one element read everywhere
+        b = kernels.Operand(
+            kernels.scalar_bytes(value, common), 0, common, (0,) * len(plan.coalesced_shape)
+        )
+    else:
+        b = kernel_operand(ops[1], plan, 2)
+    kernels.binary(
+        name, kernel_operand(written, plan, 0), a, b, plan.coalesced_shape, alpha=threshold
+    )
+    return finish(result, written)
+
+
+def _resolved(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with a lazy negation applied (``torch._neg_view``); the loops read plain values."""
+    return x.resolve_neg() if x.is_neg() else x
+
+
+# ---- per-signature entries (as ``elementwise_entries.fast_binary``) ---------------------------
+
+
+def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
+    """relu / relu_ through a cached ``Entry``; None where the general path must run."""
+    signature = _signature(self)
+    if signature is None:
+        return None
+    key, lazy_bits, a_start, a_base, a_nbytes = signature
+    if lazy_bits:
+        return None
+    cache_key = ("relu", key, inplace)
+    entry = _entries.peek(cache_key)
+    if entry is None:
+        result = _general_relu(self, inplace)
+        _entries.put(cache_key, _relu_entry(self, inplace))
+        return result
+    if entry is GENERAL or a_base + a_nbytes - a_start < entry.extents[1]:
+        return None
+    if inplace:
+        out, out_start = self, a_start
+    else:
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+        out_start = out.data_ptr()
+    entry.kernel(out_start, a_start, a_start, *entry.args)
+    return out
+
+
+def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
+    if self.device.type == "cpu" or self.dtype not in _FAST_DTYPES:
+        return GENERAL
+    plan, _ = make_plan(self if inplace else None, [self], iterator_config("relu"), inplace=inplace)
+    strides = plan.coalesced_stride_bytes
+    prepared = kernels.prepare_binary(
+        "clamp_min", self.dtype, plan.coalesced_shape, (strides[0], strides[1], strides[1]), alpha=0
+    )
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype)
+
+
+def _fast_threshold_backward(
+    grad_output: torch.Tensor, self: torch.Tensor, threshold: Number
+) -> torch.Tensor | None:
+    """threshold_backward through a cached ``Entry``; None where the general path must run
+    (arguments it alone handles, a signature marked ``GENERAL``, a storage too small)."""
+    if not (isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor)):
+        return None
+    if type(threshold) not in NUMBER_DTYPES:
+        return None
+    signature = _signature(self, grad_output)
+    if signature is None:
+        return None
+    key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
+    if lazy_bits:
+        return None
+    cache_key = ("threshold_backward", key, number_key(threshold))
+    entry = _entries.peek(cache_key)
+    if entry is None:
+        result = _general_threshold(
+            "threshold_backward", self, grad_output, threshold, 0, None, False
+        )
+        _entries.put(cache_key, _threshold_backward_entry(grad_output, self, threshold))
+        return result
+    if entry is GENERAL:
+        return None
+    extents = entry.extents
+    if a_base + a_nbytes - a_start < extents[1] or b_base + b_nbytes - b_start < extents[2]:
+        return None
+    out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+    entry.kernel(out.data_ptr(), a_start, b_start, *entry.args)
+    return out
+
+
+def _threshold_backward_entry(
+    grad_output: torch.Tensor, self: torch.Tensor, threshold: Number
+) -> Entry | object:
+    if grad_output.device.type == "cpu" or self.device.type == "cpu":
+        return GENERAL
+    config = iterator_config("threshold_backward", default_dtype=torch.get_default_dtype())
+    plan, _ = make_plan(None, [self, grad_output], config)
+    if any(plan.temporaries) or plan.common_dtype not in _FAST_DTYPES:
+        return GENERAL
+    prepared = kernels.prepare_binary(
+        "threshold_backward",
+        plan.common_dtype,
+        plan.coalesced_shape,
+        plan.coalesced_stride_bytes,
+        alpha=threshold,
+    )
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], plan.output_dtypes[0])
