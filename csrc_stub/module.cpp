@@ -283,6 +283,10 @@ PyMethodDef kFastMethods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 } // namespace
+
+// c10d_backend.cpp: the _MydevBackend class (a c10d::Backend over gloo and CPU aliases).
+void init_c10d(pybind11::module& m);
+
 } // namespace mydev
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -291,6 +295,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   }
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
+  mydev::init_c10d(m);
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;

@@ -112,3 +112,41 @@ def apply_runtime() -> None:
     """The runtime patches (called when ``torch.mydev`` is installed,
     ``torch_mydev.runtime_surface.install``)."""
     patch_tensor_dlpack_device()
+
+
+# ---- torch.distributed ----------------------------------------------------------------------
+
+
+def patch_default_backend_type() -> None:
+    """``torch.distributed.distributed_c10d._new_process_group_helper``: a group made with no
+    backend on a mydev machine gets mydev's backend as its default backend type.
+
+    With no backend (``init_process_group()``), torch 2.13 builds the group for the
+    accelerator alone (``BackendConfig``: ``mydev:mydev``) but sets the group's default backend
+    type to ``GLOO`` (``NCCL`` when NCCL is in the map), as if every accelerator used gloo
+    or nccl. The group then has no backend of its default type, and whatever asks for it
+    (DDP's logger through ``ProcessGroup::getBackendName``, ``pg.name()``) raises "Could not
+    find backend type 1". After the helper, such a group's default becomes ``CUSTOM``, the
+    type of the one backend it has.
+    """
+    import torch.distributed.distributed_c10d as c10d
+
+    original = c10d._new_process_group_helper
+    if getattr(original, "_mydev_patched", False):
+        return
+
+    def _new_process_group_helper(*args: Any, **kwargs: Any) -> Any:
+        pg, store = original(*args, **kwargs)
+        backend = kwargs["backend"] if "backend" in kwargs else args[3]
+        if (
+            isinstance(pg, c10d.ProcessGroup)
+            and str(backend) == c10d.Backend.UNDEFINED
+            and c10d.BackendConfig(backend).get_device_backend_map().get(DEVICE) is not None
+        ):
+            pg._set_default_backend(c10d.ProcessGroup.BackendType.CUSTOM)
+        return pg, store
+
+    _new_process_group_helper._mydev_patched = True  # type: ignore[attr-defined]
+    _new_process_group_helper._mydev_original = original  # type: ignore[attr-defined]
+    _new_process_group_helper.__doc__ = original.__doc__
+    c10d._new_process_group_helper = _new_process_group_helper

@@ -217,13 +217,15 @@ def _fsdp2(rank: int, init: str, out_dir: str) -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    # Each rank's shard (dim 0); DTensor.full_tensor() goes through functional collectives,
-    # which a Python process group cannot serve (docs/distributed.md).
+    # Each rank's shard (dim 0), and the whole parameter through DTensor.full_tensor(): the
+    # functional collectives, which find the C++ backend of the group for mydev.
     shards = [p.to_local() for p in model.parameters()]
+    full = [p.full_tensor() for p in model.parameters()]
     torch.save(
         {
             "shards": [s.detach().cpu() for s in shards],
-            "on": {s.device.type for s in shards}
+            "full": [f.detach().cpu() for f in full],
+            "on": {s.device.type for s in shards + full}
             | {p.grad.to_local().device.type for p in model.parameters()},
         },
         f"{out_dir}/fsdp{rank}.pt",
@@ -258,6 +260,8 @@ def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(tmp_path):
         full = torch.cat([s["shards"][i] for s in seen])
         assert seen[0]["shards"][i].shape[0] < expected.shape[0]  # really sharded
         torch.testing.assert_close(full, expected.detach(), rtol=1e-6, atol=1e-6)
+        for s in seen:
+            assert torch.equal(s["full"][i], full)
 
 
 def _fsdp1(rank: int, init: str, out_dir: str) -> None:
@@ -292,6 +296,76 @@ def test_fsdp1_matches_one_process_on_the_whole_batch(tmp_path):
             torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
 
 
+def _functional(rank: int, init: str, out_dir: str) -> None:
+    """Functional collectives, ``_coalescing_manager(device=)``, Work results and futures on
+    mydev; each with the same call on CPU tensors through gloo as the truth."""
+    import torch.distributed._functional_collectives as fc
+
+    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
+    cpu_group = dist.new_group(backend="gloo")
+    mydev_group = dist.group.WORLD
+    seen: dict[str, tuple[list, list]] = {}
+
+    def run(device, group):
+        base = (torch.arange(8.0) * (rank + 1)).to(device)
+        out = [
+            fc.all_reduce(base, "sum", group).wait(),
+            fc.all_gather_tensor(base[:3], 0, group).wait(),
+            fc.reduce_scatter_tensor(base, "sum", 0, group).wait(),
+            fc.all_to_all_single(base, None, None, group).wait(),
+            fc.broadcast(base + 1, 1, group).wait(),
+        ]
+        a, b = base.clone(), base[::2].clone()
+        # gloo has no startCoalescing: the CPU truth coalesces without a device.
+        coalesce_on = torch.device(device) if device == "mydev" else None
+        with dist._coalescing_manager(group=group, device=coalesce_on):
+            dist.all_reduce(a, group=group)
+            dist.all_reduce(b, group=group)
+        out += [a, b]
+        strided = torch.empty(4, 2, device=device).t()  # a non-contiguous output
+        source = (torch.arange(16.0).reshape(4, 4) + rank).to(device)
+        dist.reduce_scatter_tensor(strided, source, group=group)
+        out.append(strided)
+        work = dist.all_reduce(c := base.clone(), group=group, async_op=True)
+        work.wait()
+        out += [c, work.get_future().value()[0], work.result()[0]]
+        return out
+
+    for name, (device, group) in {
+        "mydev": ("mydev", mydev_group),
+        "cpu": ("cpu", cpu_group),
+    }.items():
+        seen[name] = [(t.device.type, t.cpu()) for t in run(device, group)]
+    torch.save(seen, f"{out_dir}/functional{rank}.pt")
+    dist.destroy_process_group()
+
+
+def test_functional_collectives_and_coalescing_equal_gloo_on_cpu(tmp_path):
+    _spawn(_functional, str(tmp_path))
+    for rank in range(WORLD):
+        seen = torch.load(tmp_path / f"functional{rank}.pt")
+        assert len(seen["mydev"]) == len(seen["cpu"]) == 11
+        for (device, value), (_, expected) in zip(seen["mydev"], seen["cpu"], strict=True):
+            assert device == "mydev"
+            assert value.dtype == expected.dtype and value.stride() == expected.stride()
+            assert torch.equal(value, expected), (value, expected)
+
+
 def test_the_backend_is_registered_for_mydev():
     assert dist.Backend.default_device_backend_map["mydev"] == BACKEND
     assert BACKEND.upper() in dist.Backend._plugins
+
+
+def test_the_default_backend_type_patch_is_in_place_and_still_needed():
+    """``_patches.patch_default_backend_type``: torch 2.13 gives a group made with no backend
+    the default type GLOO (or NCCL) whatever the accelerator's backend is; when a torch
+    upgrade stops doing that, this fails and the patch can go."""
+    import inspect
+
+    import torch.distributed.distributed_c10d as c10d
+
+    helper = c10d._new_process_group_helper
+    assert helper._mydev_patched
+    source = inspect.getsource(helper._mydev_original)
+    assert "if backend == Backend.UNDEFINED:" in source
+    assert "pg._set_default_backend(ProcessGroup.BackendType.GLOO)" in source
