@@ -21,6 +21,7 @@ import sys
 import cases_copy
 import cases_ops
 import cases_process
+import cases_relu
 from harness import MODES, Results
 from report import DOC, ROOT, render, write_doc
 
@@ -33,6 +34,7 @@ BENCHES = (
     cases_ops.bench_add,
     cases_ops.bench_fallback,
     cases_ops.bench_eager_chains,
+    cases_relu.bench_relu,
     cases_copy.bench_clone_memory,
     cases_copy.bench_floors,
     cases_copy.bench_thp_reference,

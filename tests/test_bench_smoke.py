@@ -32,6 +32,8 @@ def test_bench_smoke_prints_the_tables():
         "broadcast copy_",
         "add channels_last + contiguous",
         "eager (a*2+b).relu().sum(1)",
+        "relu",
+        "threshold_backward (relu's grad), channels_last",
         "cold start (subprocess)",
     ):
         assert f"| {case}" in text, case
