@@ -1,4 +1,4 @@
-"""Native relu, threshold and threshold_backward on mydev against torch CPU.
+"""Native relu, clamp_min, threshold and threshold_backward on mydev against torch CPU.
 
 Truth: the same call on CPU tensors with the same sizes, strides, offsets and values
 (``test_elementwise``'s helpers: dtype, shape and strides equal, values bit for bit, NaN
@@ -81,6 +81,39 @@ def test_relu_refuses_what_cpu_refuses(dtype, error):
     assert str(dev_error.value) == str(cpu_error.value)
     with pytest.raises(error):
         x.to("mydev").relu_()
+
+
+@given(
+    view=views(max_dims=4),
+    dtype=st.sampled_from(ALL_DTYPES),
+    bound=st.sampled_from(
+        (0, 0.0, -0.0, 0.5, -1, 20, 300, 1e6, 1e39, True, float("nan"), float("-inf"), 2j)
+    ),
+    form=st.sampled_from(("functional", "inplace", "out")),
+    seed=st.integers(0, 9),
+    data=st.data(),
+)
+def test_clamp_min_matches_cpu(view, dtype, bound, form, seed, data):
+    a_cpu, a_dev = pair(view, dtype, seed)
+    if form == "inplace" and not writable(view):
+        form = "functional"
+    out_cpu = out_dev = None
+    if form == "out":
+        out_cpu, out_dev = data.draw(out_tensor(tuple(a_cpu.shape)))
+
+    def call(a, out):
+        if form == "inplace":
+            x = a.clone()
+            assert A.clamp_min_(x, bound) is x
+            return x
+        if form == "out":
+            assert A.clamp_min.out(a, bound, out=out) is out
+            return out
+        return A.clamp_min(a, bound)
+
+    expected, got = run_both(lambda: call(a_cpu, out_cpu), lambda: call(a_dev, out_dev))
+    if expected is not None:
+        assert_matches(expected, got)
 
 
 @given(
@@ -214,6 +247,9 @@ def test_relu_family_does_not_fall_back():
         A.threshold.out(x, 0.5, 2.0, out=torch.empty(0, device="mydev")),
         A.threshold_backward(g, x, 0),
         A.threshold_backward.grad_input(g, x, 0, grad_input=torch.empty(0, device="mydev")),
+        torch.clamp_min(x, 0.5),
+        x.clone().clamp_min_(-1),
+        torch.clamp_min(x, 0.5, out=torch.empty(0, device="mydev")),
     ]
     del results
     assert torch_mydev.fallback_stats() == {}

@@ -1,10 +1,13 @@
-"""Native relu family on mydev: relu, threshold and threshold_backward, as torch CPU computes them.
+"""Native relu family on mydev: relu, clamp_min, threshold, threshold_backward, as torch CPU does.
 
 - ``relu`` / ``relu_`` is ``clamp_min(self, 0)`` (``native/Activation.cpp``): a bool tensor
   is refused, a complex one too (``clamp is not supported for complex types``); the
   iterator is ``build_borrowing_unary_op`` (output laid out like the input, one dtype).
   Each element is ``x < 0 ? 0 : x``, which is ``std::max(x, 0)`` with a NaN ``x`` kept and
   ``-0.0`` kept, as torch CPU's loops give.
+- ``clamp_min(self, min)`` (a Scalar bound; ``clamp_min_``, ``clamp_min.out``): the same
+  loop with the bound converted to the dtype; a non-float tensor is first converted to
+  ``result_type(self, min)``, and a NaN bound makes every element NaN (``clamp_min_out``).
 - ``threshold(self, threshold, value)`` (and ``threshold_``, ``threshold.out``) is
   ``self <= threshold ? value : self``; ``threshold_backward(grad, self, threshold)`` (and
   ``.grad_input``) is ``self <= threshold ? 0 : grad`` -- relu's derivative. Both build
@@ -24,6 +27,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops.elementwise import fill_
 from torch_mydev.ops.elementwise_checks import check_range, check_supported
 from torch_mydev.ops.elementwise_entries import GENERAL, Entry, _entries
 from torch_mydev.ops.elementwise_plan import (
@@ -35,8 +39,8 @@ from torch_mydev.ops.elementwise_plan import (
     output_tensors,
 )
 from torch_mydev_rules.iterator.families import iterator_config
-from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
-from torch_mydev_rules.iterator.promotion import dtype_name
+from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_dtype, number_key
+from torch_mydev_rules.iterator.promotion import OperandDtype, dtype_name, result_type
 
 _REDUCED = (torch.float16, torch.bfloat16)
 _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
@@ -59,6 +63,16 @@ def relu_(self: torch.Tensor) -> torch.Tensor:
     _check_relu(self)
     result = _fast_relu(self, True)
     return _general_relu(self, True) if result is None else result
+
+
+def clamp_min(self: torch.Tensor, min: Number, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """aten::clamp_min / clamp_min.out (a Scalar bound): ``self < min ? min : self``."""
+    return _general_clamp_min(self, min, out, False)
+
+
+def clamp_min_(self: torch.Tensor, min: Number) -> torch.Tensor:
+    """aten::clamp_min_ (a Scalar bound)."""
+    return _general_clamp_min(self, min, self, True)
 
 
 def threshold(
@@ -126,6 +140,49 @@ def _general_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor:
     a = kernel_operand(_resolved(self), plan, 1)
     kernels.binary(
         "clamp_min", kernel_operand(written, plan, 0), a, a, plan.coalesced_shape, alpha=0
+    )
+    return finish(result, written)
+
+
+def _general_clamp_min(
+    self: torch.Tensor, bound: Number, out: torch.Tensor | None, inplace: bool
+) -> torch.Tensor:
+    """``TORCH_META_FUNC(clamp_min)`` then ``clamp_min_out``: complex refused; a non-float
+    ``self`` first becomes ``self.to(result_type(self, bound))`` (in place, that type must be
+    ``self``'s); ``build_borrowing_unary_op``; a NaN bound fills the output with NaN, any
+    other runs ``clamp_min_scalar_kernel`` with the bound converted to the dtype."""
+    if self.is_complex() or isinstance(bound, complex):
+        raise NotImplementedError("clamp is not supported for complex types")
+    x = self
+    if not self.dtype.is_floating_point:
+        common = result_type(
+            [
+                OperandDtype(self.dtype, self.dim()),
+                OperandDtype(number_dtype(bound), 0, is_wrapped_number=True),
+            ],
+            default_dtype=torch.get_default_dtype(),
+        )
+        if inplace and common != self.dtype:
+            raise RuntimeError(
+                f"result type {dtype_name(common)} can't be cast to the desired output type "
+                f"{dtype_name(self.dtype)}"
+            )
+        if common != self.dtype:
+            x = self.to(common)
+    plan, target = make_plan(out, [x], iterator_config("clamp_min"), inplace=inplace)
+    dtype = plan.common_dtype
+    if dtype == torch.bool:
+        raise NotImplementedError("\"clamp_min_scalar_cpu\" not implemented for 'Bool'")
+    check_supported("clamp_min", dtype)
+    device = device_of(target, [x])
+    result, written = output_tensors(plan, target, device)
+    if isinstance(bound, float) and bound != bound:
+        fill_(written, bound)
+        return finish(result, written)
+    check_range(bound, dtype)
+    a = kernel_operand(_resolved(x), plan, 1)
+    kernels.binary(
+        "clamp_min", kernel_operand(written, plan, 0), a, a, plan.coalesced_shape, alpha=bound
     )
     return finish(result, written)
 

@@ -73,6 +73,7 @@ NATIVE_OPS: tuple[NativeOp, ...] = (
     NativeOp("neg", "unary", ew.neg, _UNARY, ew.neg_, ("",)),
     NativeOp("abs", "unary", ew.absolute, _UNARY, ew.absolute_, ("",)),
     NativeOp("relu", "clamp_min", relu.relu, ("",), relu.relu_, ("",)),
+    NativeOp("clamp_min", "clamp_min", relu.clamp_min, ("", ".out"), relu.clamp_min_, ("",)),
     NativeOp("threshold", "threshold", relu.threshold, ("", ".out"), relu.threshold_, ("",)),
     NativeOp("threshold_backward", "threshold", relu.threshold_backward, ("", ".grad_input")),
     NativeOp("fill_", "fill", ew.fill_, (".Scalar", ".Tensor")),
