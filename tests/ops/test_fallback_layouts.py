@@ -20,11 +20,11 @@ from torch_mydev.ops import fallback
 
 OPS = {
     "sin": lambda t: torch.sin(t),
-    "relu": lambda t: torch.relu(t),
+    "hardtanh": lambda t: torch.nn.functional.hardtanh(t),
     "cumsum": lambda t: t.cumsum(-1) if t.dim() else t.cumsum(0),
     "cat": lambda t: torch.cat([t.reshape(-1), t.reshape(-1)]),
     "exp_": lambda t: t.exp_(),
-    "clamp_min_": lambda t: t.clamp_min_(0.5),
+    "clamp_": lambda t: t.clamp_(min=0.5),
     "sin_out_self": lambda t: torch.sin(t, out=t),
     "max_dim": lambda t: t.max(-1) if t.dim() else t.max(0),
     "cos_out_empty": lambda t: torch.cos(t, out=t.new_empty(0)),
