@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from torch_mydev import streams
-from torch_mydev.ops import conversions, copy, factories, fallback, families
+from torch_mydev.ops import conversions, copy, factories, fallback, families, reduction
 
 KERNELS: dict[str, Callable] = {
     "empty_like": factories.empty_like,
@@ -21,6 +21,8 @@ KERNELS: dict[str, Callable] = {
     "record_stream": streams.record_stream,
     # native elementwise ops: functional, out= and in-place overloads (ops/families.py)
     **families.overload_kernels(),
+    # native reductions (ops/reduction.py, docs/reductions.md)
+    **reduction.KERNELS,
 }
 
 _library: torch.library.Library | None = None

@@ -1,0 +1,252 @@
+"""Decides every rounding of a float sum exactly as torch CPU's serial ``cascade_sum`` does.
+
+A replica of ``aten/src/ATen/native/cpu/SumKernel.cpp`` for one thread (torch runs it so below
+``at::internal::GRAIN_SIZE`` elements, or with one thread): the result is zero-filled, then
+the coalesced walk is cut as ``serial_for_each`` cuts it -- one 2-D ``loop`` call per index of
+the dims above the first two -- and each call picks ATen's case: not a reduction (``out +=
+in``), ``vectorized_inner_sum``, ``vectorized_outer_sum``, ``scalar_inner_sum`` or
+``scalar_outer_sum``. The sums are ``row_sum`` / ``multi_row_sum``: four interleaved
+accumulators (``ilp_factor``) and four cascade levels whose size grows with the row
+(``level_power``). A ``Vectorized`` value is ``lanes`` independent accumulators; how a vector
+load fills its lanes is ``mode``: ``PLAIN`` (one element a lane), ``PAIR`` (float16: two
+neighbours added in float, ``load_reduce_vec``), ``HALVES`` (bfloat16: element ``l`` plus
+element ``l + lanes``, ``load_fp32_from_bf16``). Accumulators are ``acc_type<T, true>``:
+float32 for float32/float16/bfloat16, float64 for float64; stores are ``*out += acc`` in the
+result's dtype.
+
+Values equal CPU's bit for bit when ``vec`` / ``lanes`` are the ``Vectorized<T>::size()`` of
+the kernel torch runs (32-byte vectors on x86, AVX512 machines included: ``kernels.reduction``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from ._elementwise_loops import (
+    bfloat16_to_float,
+    float_to_bfloat16,
+    float_to_half,
+    half_to_float,
+)
+from ._strided import _pointer
+from .dtypes import HALF
+
+SCALAR = 0
+PLAIN = 1
+PAIR = 2
+HALVES = 3
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+def load(arr, i, fmt):
+    """Element ``i`` as ``acc_type``: float32 for float16/bfloat16/float32, float64."""
+
+
+@overload(load, inline="always")
+def _load(arr, i, fmt):
+    if arr.dtype == types.uint16:
+
+        def reduced(arr, i, fmt):
+            if fmt == HALF:
+                return half_to_float(arr[i])
+            return bfloat16_to_float(arr[i])
+
+        return reduced
+    return lambda arr, i, fmt: arr[i]
+
+
+def add_store(arr, i, value, fmt):
+    """``*ptr += value`` in the element's dtype (``CastStoreAccumulate``)."""
+
+
+@overload(add_store, inline="always")
+def _add_store(arr, i, value, fmt):
+    if arr.dtype == types.uint16:
+
+        def reduced(arr, i, value, fmt):
+            if fmt == HALF:
+                arr[i] = float_to_half(np.float32(half_to_float(arr[i]) + value))
+            else:
+                arr[i] = float_to_bfloat16(np.float32(bfloat16_to_float(arr[i]) + value))
+
+        return reduced
+
+    def plain(arr, i, value, fmt):
+        arr[i] = arr[i] + value
+
+    return plain
+
+
+@njit(**_JIT)
+def _vadd(acc, inp, off, lanes, mode, fmt):
+    """``acc[0:lanes] +=`` one (vector) load at element ``off``."""
+    if mode == SCALAR:
+        acc[0] += load(inp, off, fmt)
+    elif mode == PLAIN:
+        for lane in range(lanes):
+            acc[lane] += load(inp, off + lane, fmt)
+    elif mode == PAIR:
+        for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
+            first = np.float32(0.0) + load(inp, off + 2 * lane, fmt)
+            acc[lane] += first + load(inp, off + 2 * lane + 1, fmt)
+    else:
+        for lane in range(lanes):
+            acc[lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
+
+
+@njit(**_JIT)
+def _ceil_log2(x):
+    if x <= 2:
+        return 1
+    n = 0
+    v = x - 1
+    while v:
+        n += 1
+        v >>= 1
+    return n
+
+
+@njit(**_JIT)
+def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, fmt, token):
+    """``multi_row_sum<acc, nrows>``: ``nrows`` columns summed over ``size`` rows in four
+    cascade levels; returns ``[nrows, lanes]`` accumulators."""
+    level_power = max(4, _ceil_log2(size) // 4)
+    level_step = 1 << level_power
+    level_mask = level_step - 1
+    acc = np.zeros((4, nrows, lanes), dtype=token.dtype)
+    i = 0
+    while i + level_step <= size:
+        for _ in range(level_step):
+            row = base + i * row_stride
+            for k in range(nrows):
+                _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+            i += 1
+        for j in range(1, 4):
+            for k in range(nrows):
+                for lane in range(lanes):
+                    acc[j, k, lane] += acc[j - 1, k, lane]
+                    acc[j - 1, k, lane] = 0
+            if (i & (level_mask << (j * level_power))) != 0:
+                break
+    while i < size:
+        row = base + i * row_stride
+        for k in range(nrows):
+            _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+        i += 1
+    for j in range(1, 4):
+        for k in range(nrows):
+            for lane in range(lanes):
+                acc[0, k, lane] += acc[j, k, lane]
+    return acc[0]
+
+
+@njit(**_JIT)
+def row_sum(inp, base, stride, size, lanes, mode, fmt, token):
+    """``row_sum``: four interleaved ``multi_row_sum`` columns, the tail into the first,
+    then the four added in order; returns ``lanes`` accumulators."""
+    size_ilp = size // 4
+    partial = multi_row_sum(inp, base, stride * 4, stride, size_ilp, 4, lanes, mode, fmt, token)
+    for i in range(size_ilp * 4, size):
+        _vadd(partial[0], inp, base + i * stride, lanes, mode, fmt)
+    for k in range(1, 4):
+        for lane in range(lanes):
+            partial[0, lane] += partial[k, lane]
+    return partial[0]
+
+
+@njit(**_JIT)
+def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
+           token):  # fmt: skip
+    """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements)."""
+    if os0 != 0 and os1 == 0:  # move the reduction to be the first dim
+        os0, os1 = os1, os0
+        is0, is1 = is1, is0
+        size0, size1 = size1, size0
+    if os0 != 0 and os1 != 0:  # not a true reduction
+        for j in range(size1):
+            for i in range(size0):
+                add_store(
+                    out, obase + i * os0 + j * os1, load(inp, ibase + i * is0 + j * is1, fmt), fmt
+                )
+        return
+    if is0 == 1 and size0 >= vec:  # contiguous inner reduction
+        vec_size = size0 // vec
+        for j in range(size1):
+            row = ibase + j * is1
+            partial = row_sum(inp, row, vec, vec_size, lanes, mode, fmt, token)
+            final = token[0]  # 0 of the accumulator's type
+            for k in range(vec_size * vec, size0):
+                final += load(inp, row + k, fmt)
+            for lane in range(lanes):
+                final += partial[lane]
+            add_store(out, obase + j * os1, final, fmt)
+    elif is1 == 1 and size1 >= vec:  # contiguous outer reduction
+        j = 0
+        while j + 4 * lanes <= size1:
+            sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, token)
+            for k in range(4):
+                for lane in range(lanes):
+                    add_store(out, obase + (j + k * lanes + lane) * os1, sums[k, lane], fmt)
+            j += 4 * lanes
+        while j + lanes <= size1:
+            sums1 = row_sum(inp, ibase + j, is0, size0, lanes, PLAIN, fmt, token)
+            for lane in range(lanes):
+                add_store(out, obase + (j + lane) * os1, sums1[lane], fmt)
+            j += lanes
+        while j < size1:
+            ans = row_sum(inp, ibase + j, is0, size0, 1, SCALAR, fmt, token)
+            add_store(out, obase + j * os1, ans[0], fmt)
+            j += 1
+    elif is0 < is1:  # scalar inner reduction
+        for j in range(size1):
+            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, token)
+            add_store(out, obase + j * os1, ans[0], fmt)
+    else:  # scalar outer reduction
+        j = 0
+        while j + 3 < size1:
+            sums = multi_row_sum(inp, ibase + j * is1, is0, is1, size0, 4, 1, SCALAR, fmt, token)
+            for k in range(4):
+                add_store(out, obase + (j + k) * os1, sums[k, 0], fmt)
+            j += 4
+        while j < size1:
+            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, token)
+            add_store(out, obase + j * os1, ans[0], fmt)
+            j += 1
+
+
+@njit(**_JIT)
+def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape, ostrides,
+               istrides, fmt, vec, lanes, mode, token):  # fmt: skip
+    """``cascade_sum`` over the coalesced walk ``shape`` (strides in elements, at least one
+    dim), into a zero-filled result: ``serial_for_each``'s 2-D calls, dims 2.. outermost."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    ndim = shape.shape[0]
+    size0 = shape[0]
+    os0, is0 = ostrides[0], istrides[0]
+    size1, os1, is1 = 1, 0, 0
+    if ndim > 1:
+        size1, os1, is1 = shape[1], ostrides[1], istrides[1]
+    outer = 1
+    for d in range(2, ndim):
+        outer *= shape[d]
+    idx = np.zeros(max(ndim, 1), dtype=np.int64)
+    for _ in range(outer):
+        obase = 0
+        ibase = 0
+        for d in range(2, ndim):
+            obase += idx[d] * ostrides[d]
+            ibase += idx[d] * istrides[d]
+        loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
+               token)  # fmt: skip
+        d = 2
+        while d < ndim:
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+            d += 1

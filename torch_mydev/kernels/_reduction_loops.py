@@ -1,0 +1,364 @@
+"""Decides how each result element of a reduction is accumulated (numba loops).
+
+A reduction plan is split by the caller into *kept* dims (the output moves along them) and
+*reduced* dims (the output's stride is 0), both fastest first, strides in lanes. Values are
+widened on load (``widen``): int64 for bool and the integer lanes (a sum wraps as the
+result's integer type does once stored), float64 for every float lane (float16/bfloat16 bit
+patterns are decoded exactly first). Sums accumulate in float64, in blocks of ``BLOCK``
+elements whose partial sums are added in order; max/min compare the widened values (exact)
+and propagate NaN as ATen's ``max_propagate_nan`` does. ``put`` rounds once to the result:
+float32 (a mean divides there, in float32, as CPU's ``sum_out(...).div_(n)`` does), float64,
+float16/bfloat16 through float32, integers by wrapping.
+
+Walks, picked by the caller: ``inner`` (each output reduces its own span), ``outer`` (the
+fastest kept dim is the input's fastest: a row of accumulators advances together, contiguous
+loads), their ``*_parallel_at`` forms (``prange`` over outputs, or over chunks of the fastest
+kept dim), and ``split_parallel_at`` (one output, its span cut in chunks reduced on threads
+and combined in order).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+
+from ._elementwise_loops import (
+    bfloat16_to_float,
+    float_to_bfloat16,
+    float_to_half,
+    half_to_float,
+)
+from ._strided import _pointer
+from .dtypes import HALF
+
+SUM = 0
+MEAN = 1
+MAX = 2
+MIN = 3
+
+# Elements summed into one partial before it joins the running total (float accuracy).
+BLOCK = 4096
+# Accumulators one ``outer`` walk keeps at once (a row of the fastest kept dim).
+OUTER_CHUNK = 512
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+_PARALLEL = {**_JIT, "parallel": True}
+
+
+def widen(arr, i, fmt):
+    """Element ``i`` of a lane array as int64 (bool, integers) or float64 (floats)."""
+
+
+@overload(widen, inline="always")
+def _widen(arr, i, fmt):
+    dtype = arr.dtype
+    if dtype == types.uint16:
+
+        def reduced(arr, i, fmt):
+            if fmt == HALF:
+                return np.float64(half_to_float(arr[i]))
+            return np.float64(bfloat16_to_float(arr[i]))
+
+        return reduced
+    if isinstance(dtype, types.Float):
+        return lambda arr, i, fmt: np.float64(arr[i])
+    return lambda arr, i, fmt: np.int64(arr[i])
+
+
+def acc_zero(arr):
+    """The additive identity of ``widen``'s type for ``arr``."""
+
+
+@overload(acc_zero, inline="always")
+def _acc_zero(arr):
+    if arr.dtype == types.uint16 or isinstance(arr.dtype, types.Float):
+        return lambda arr: np.float64(0.0)
+    return lambda arr: np.int64(0)
+
+
+def acc_array(arr, n):
+    """``n`` accumulators of ``widen``'s type for ``arr``."""
+
+
+@overload(acc_array, inline="always")
+def _acc_array(arr, n):
+    if arr.dtype == types.uint16 or isinstance(arr.dtype, types.Float):
+        return lambda arr, n: np.zeros(n, dtype=np.float64)
+    return lambda arr, n: np.zeros(n, dtype=np.int64)
+
+
+def put(arr, i, value, fmt, op, divisor):
+    """Store an accumulated ``value`` into result element ``i`` (a mean divides first)."""
+
+
+@overload(put, inline="always")
+def _put(arr, i, value, fmt, op, divisor):
+    dtype = arr.dtype
+    if dtype == types.uint16:
+
+        def reduced(arr, i, value, fmt, op, divisor):
+            f = np.float32(value)
+            if op == MEAN:
+                f = np.float32(f / np.float32(divisor))
+            if fmt == HALF:
+                arr[i] = float_to_half(f)
+            else:
+                arr[i] = float_to_bfloat16(f)
+
+        return reduced
+    if dtype == types.float32:
+
+        def single(arr, i, value, fmt, op, divisor):
+            f = np.float32(value)
+            if op == MEAN:
+                f = np.float32(f / np.float32(divisor))
+            arr[i] = f
+
+        return single
+    if dtype == types.float64:
+
+        def double(arr, i, value, fmt, op, divisor):
+            if op == MEAN:
+                value = value / np.float64(divisor)
+            arr[i] = value
+
+        return double
+
+    def integer(arr, i, value, fmt, op, divisor):
+        arr[i] = value
+
+    return integer
+
+
+@njit(**_JIT, inline="always")
+def combine(acc, v, op):
+    """``acc`` after meeting ``v``: sum, or max/min keeping the first NaN met."""
+    if op == MAX:
+        if acc != acc:
+            return acc
+        return v if (v > acc or v != v) else acc
+    if op == MIN:
+        if acc != acc:
+            return acc
+        return v if (v < acc or v != v) else acc
+    return acc + v
+
+
+@njit(**_JIT, fastmath={"reassoc"})
+def _sum_run(inp, off, n, stride, fmt):
+    """Sum of ``n`` elements from ``off`` by ``stride``, reassociated (vectorised) in the
+    wide type: at most ``BLOCK`` of them, so the rounding error stays that of a block."""
+    acc = acc_zero(inp)
+    if stride == 1:  # a loop LLVM vectorises
+        for k in range(off, off + n):
+            acc += widen(inp, k, fmt)
+        return acc
+    for k in range(n):
+        acc += widen(inp, off + k * stride, fmt)
+    return acc
+
+
+@njit(**_JIT)
+def _run(inp, off, n, stride, fmt, op, acc):
+    """``acc`` combined with ``n`` elements from ``off`` by ``stride``."""
+    if op <= MEAN:  # SUM or MEAN
+        done = 0
+        while done < n:
+            step = min(BLOCK, n - done)
+            acc += _sum_run(inp, off + done * stride, step, stride, fmt)
+            done += step
+        return acc
+    for k in range(n):
+        acc = combine(acc, widen(inp, off + k * stride, fmt), op)
+    return acc
+
+
+@njit(**_JIT)
+def reduce_span(inp, base, rshape, rstrides, begin, end, fmt, op):
+    """The reduction of the reduced-space elements ``begin .. end`` (linear, dim 0 fastest)
+    at ``base``: row by row along reduced dim 0. ``begin < end``."""
+    nr = rshape.shape[0]
+    idx = np.zeros(nr, dtype=np.int64)
+    rem = begin
+    off = base
+    for d in range(nr):
+        idx[d] = rem % rshape[d]
+        rem //= rshape[d]
+        off += idx[d] * rstrides[d]
+    acc = acc_zero(inp) if op <= MEAN else widen(inp, off, fmt)  # SUM, MEAN: from 0
+    pos = begin
+    n0 = rshape[0]
+    s0 = rstrides[0]
+    while pos < end:
+        n = min(n0 - idx[0], end - pos)
+        acc = _run(inp, off, n, s0, fmt, op, acc)
+        pos += n
+        off += n * s0
+        idx[0] += n
+        d = 0
+        while idx[d] == rshape[d] and d + 1 < nr:  # carry into the slower dims
+            off -= idx[d] * rstrides[d]
+            idx[d] = 0
+            d += 1
+            idx[d] += 1
+            off += rstrides[d]
+    return acc
+
+
+@njit(**_JIT, inline="always")
+def _kept_offsets(o, kshape, kout, kin):
+    """Output and input offsets of output ``o`` (linear over the kept dims, dim 0 fastest)."""
+    out_off = 0
+    in_off = 0
+    rem = o
+    for d in range(kshape.shape[0]):
+        i = rem % kshape[d]
+        rem //= kshape[d]
+        out_off += i * kout[d]
+        in_off += i * kin[d]
+    return out_off, in_off
+
+
+@njit(**_JIT)
+def inner(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
+          o_begin, o_end):  # fmt: skip
+    """Outputs ``o_begin .. o_end``, each over its whole reduced span."""
+    nred = 1
+    for d in range(rshape.shape[0]):
+        nred *= rshape[d]
+    for o in range(o_begin, o_end):
+        out_off, in_off = _kept_offsets(o, kshape, kout, kin)
+        acc = reduce_span(inp, ibase + in_off, rshape, rin, 0, nred, fmt_in, op)
+        put(out, obase + out_off, acc, fmt_out, op, div)
+
+
+@njit(**_JIT)
+def outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
+          o_begin, o_end):  # fmt: skip
+    """Outputs whose index along kept dim 0 runs ``o_begin .. o_end``, for every index of
+    the slower kept dims: ``OUTER_CHUNK`` accumulators walk the reduced space together, each
+    step reading a run along kept dim 0 (the input's fastest)."""
+    n0 = kshape[0]
+    nk = 1
+    for d in range(1, kshape.shape[0]):
+        nk *= kshape[d]
+    nr = rshape.shape[0]
+    nred = 1
+    for d in range(nr):
+        nred *= rshape[d]
+    acc = acc_array(inp, OUTER_CHUNK)
+    idx = np.zeros(nr, dtype=np.int64)
+    for rest in range(nk):
+        out_rest, in_rest = _kept_offsets(rest * n0, kshape, kout, kin)
+        for c in range(o_begin, o_end, OUTER_CHUNK):
+            width = min(OUTER_CHUNK, o_end - c)
+            ob = obase + out_rest + c * kout[0]
+            ib = ibase + in_rest + c * kin[0]
+            for j in range(width):  # the first reduced element starts every accumulator
+                acc[j] = widen(inp, ib + j * kin[0], fmt_in)
+            idx[:] = 0
+            off = 0
+            for _ in range(1, nred):
+                idx[0] += 1
+                off += rin[0]
+                d = 0
+                while idx[d] == rshape[d] and d + 1 < nr:
+                    off -= idx[d] * rin[d]
+                    idx[d] = 0
+                    d += 1
+                    idx[d] += 1
+                    off += rin[d]
+                _outer_step(acc, inp, ib + off, kin[0], width, fmt_in, op)
+            for j in range(width):
+                put(out, ob + j * kout[0], acc[j], fmt_out, op, div)
+
+
+@njit(**_JIT)
+def _outer_step(acc, inp, off, stride, width, fmt, op):
+    if op <= MEAN:  # SUM or MEAN
+        for j in range(width):
+            acc[j] += widen(inp, off + j * stride, fmt)
+    else:
+        for j in range(width):
+            acc[j] = combine(acc[j], widen(inp, off + j * stride, fmt), op)
+
+
+# ---- the forms over raw addresses (output, input), called through ``_entry.entry_point`` ----
+
+
+@njit(**_JIT)
+def inner_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase, kshape,
+             kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
+    """``inner`` over ``out_units`` / ``in_units`` lanes at two addresses."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    inner(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b)
+
+
+@njit(**_JIT)
+def outer_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase, kshape,
+             kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
+    """``outer`` over two addresses (as ``inner_at``)."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b)
+
+
+@njit(**_PARALLEL)
+def inner_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
+                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
+    """``inner_at`` with outputs ``a .. b`` spread over threads."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    nred = 1
+    for d in range(rshape.shape[0]):
+        nred *= rshape[d]
+    for o in prange(a, b):
+        out_off, in_off = _kept_offsets(o, kshape, kout, kin)
+        acc = reduce_span(inp, ibase + in_off, rshape, rin, 0, nred, fmt_in, op)
+        put(out, obase + out_off, acc, fmt_out, op, div)
+
+
+@njit(**_PARALLEL)
+def outer_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
+                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
+    """``outer_at`` with chunks of ``OUTER_CHUNK`` along kept dim 0 spread over threads."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    chunks = (b - a + OUTER_CHUNK - 1) // OUTER_CHUNK
+    for c in prange(chunks):
+        begin = a + c * OUTER_CHUNK
+        outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op,
+              div, begin, min(begin + OUTER_CHUNK, b))  # fmt: skip
+
+
+@njit(**_PARALLEL)
+def split_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
+                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
+    """One output (no kept dims) whose span is cut in ``a`` chunks reduced on threads, the
+    partial results combined in chunk order (``b`` unused)."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    nred = 1
+    for d in range(rshape.shape[0]):
+        nred *= rshape[d]
+    size = (nred + a - 1) // a
+    partial = acc_array(inp, a)
+    for p in prange(a):
+        begin = p * size
+        end = min(begin + size, nred)
+        if begin < end:
+            partial[p] = reduce_span(inp, ibase, rshape, rin, begin, end, fmt_in, op)
+    acc = partial[0]
+    for p in range(1, a):
+        if p * size < nred:
+            acc = combine(acc, partial[p], op)
+    _store(out, obase, acc, fmt_out, op, div)
+
+
+@njit(**_JIT)
+def _store(out, i, acc, fmt, op, div):
+    # ``put`` through a call: inlined after a parfor (numba 0.68), its store was lost.
+    put(out, i, acc, fmt, op, div)

@@ -1,0 +1,276 @@
+"""Decides which reduction loop runs a planned reduction, on how many threads, and with what.
+
+``prepare(op, plan, out_dtype, in_dtype, count)`` turns a ``ReductionPlan``
+(``torch_mydev_rules.iterator.reduction``) into a ``PreparedReduction``: the plan's walk
+split into kept and reduced dims (strides in lanes), the loop (``_reduction_loops``) and its
+compiled entry point. ``run(prepared, out, inp)`` checks the operands' extents and calls it
+on their addresses. Nothing here knows torch dispatch: bytes and a plan in, bytes out.
+
+The walk: ``outer`` when the input's fastest kept dim is faster than its fastest reduced dim
+(``sum(0)`` of a contiguous matrix: rows of accumulators, contiguous loads), else ``inner``
+(each output over its own span). From ``PARALLEL_MIN_NUMEL`` input elements a parallel form
+runs: over outputs (``inner``), over chunks of the fastest kept dim (``outer``), or, for a
+single output, over ``SPLIT_PARTS`` chunks of its span (``split``) combined in order.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from torch_mydev_rules.iterator.reduction import ReductionPlan
+
+from .copy_loops import PARALLEL_MIN_NUMEL, parallel_allowed
+from .dtypes import layout_of
+from .operand import Operand
+
+__all__ = [
+    "OPS",
+    "PreparedCascade",
+    "PreparedReduction",
+    "exact_float_sum",
+    "prepare",
+    "prepare_cascade",
+    "run",
+    "run_cascade",
+]
+
+OPS = {"sum": 0, "mean": 1, "amax": 2, "amin": 3}
+# Chunks one output's span is cut in when it is reduced on threads (fixed, so a float sum
+# does not depend on the thread count).
+SPLIT_PARTS = 16
+# ``outer`` needs at least this many outputs along the input's fastest dim.
+OUTER_MIN_WIDTH = 4
+
+_loops: ModuleType | None = None
+_lock = threading.Lock()  # one parallel reduction at a time (numba's OpenMP pool)
+_entries: dict[tuple, Callable] = {}
+_tokens: dict[np.dtype, np.ndarray] = {}
+
+
+def _load() -> ModuleType:
+    """Import the numba loops on first use (importing the package must not import numba)."""
+    global _loops
+    if _loops is None:
+        from . import load_numba_modules
+
+        (_loops,) = load_numba_modules("_reduction_loops")
+    return _loops
+
+
+class PreparedReduction(NamedTuple):
+    """One reduction over one plan, set up once.
+
+    ``serial`` / ``parallel`` are (loop name, arguments after the lanes); ``parallel`` is
+    None below the threshold. ``extents`` are the bytes from element ``[0, ..., 0]`` each of
+    output and input must hold; ``lanes`` their lane types.
+    """
+
+    serial: tuple[str, tuple]
+    parallel: tuple[str, tuple] | None
+    extents: tuple[int, int]
+    lanes: tuple[np.dtype, np.dtype]
+
+
+def _lanes(dtype: torch.dtype) -> tuple[np.dtype, int]:
+    layout = layout_of(dtype)
+    if layout.kind == "complex":
+        raise TypeError(f"mydev reduction kernels do not support dtype {dtype}")
+    return layout.lane, layout.fmt
+
+
+def _array(values: list[int]) -> np.ndarray:
+    return np.array(values or [1], dtype=np.int64)
+
+
+def prepare(
+    op: str, plan: ReductionPlan, out_dtype: torch.dtype, in_dtype: torch.dtype, count: int
+) -> PreparedReduction:
+    """The loop and arguments of ``op`` (``"sum"``, ``"mean"``, ``"amax"``, ``"amin"``) over a
+    non-empty ``plan``; ``count`` is a mean's divisor (elements per output)."""
+    out_lane, out_fmt = _lanes(out_dtype)
+    in_lane, in_fmt = _lanes(in_dtype)
+    out_size, in_size = out_lane.itemsize, in_lane.itemsize
+    out_bytes, in_bytes = plan.stride_bytes
+    kshape, kout, kin, rshape, rin = [], [], [], [], []
+    for n, so, si, reduced in zip(plan.shape, out_bytes, in_bytes, plan.reduced, strict=True):
+        if reduced:
+            rshape.append(n)
+            rin.append(si // in_size)
+        elif n > 1:
+            kshape.append(n)
+            kout.append(so // out_size)
+            kin.append(si // in_size)
+    if any(s < 0 for s in kout + kin + rin):
+        raise ValueError("negative strides are not supported")
+    numel = math.prod(plan.shape)
+    if numel == 0:
+        raise ValueError("an empty reduction has no loop (fill the result instead)")
+    extents = (
+        sum((n - 1) * s for n, s in zip(kshape, kout, strict=True)) * out_size + out_size,
+        sum((n - 1) * s for n, s in zip(plan.shape, in_bytes, strict=True)) + in_size,
+    )
+    nout = math.prod(kshape)
+    arrays = (_array(kshape), _array(kout), _array(kin), _array(rshape), _array(rin))
+    if not rin:  # nothing to reduce: a span of one element
+        arrays = (*arrays[:3], _array([1]), _array([0]))
+    common = (0, 0, *arrays, in_fmt, out_fmt, OPS[op], float(count))
+    outer = bool(kshape and rshape and kin[0] < rin[0] and kshape[0] >= OUTER_MIN_WIDTH)
+    walk = "outer" if outer else "inner"
+    span = (0, kshape[0]) if outer else (0, nout)
+    serial = (walk, (*common, *span))
+    parallel = None
+    if numel >= PARALLEL_MIN_NUMEL:
+        if outer:
+            parallel = ("outer_parallel", serial[1])
+        elif nout > 1:
+            parallel = ("inner_parallel", serial[1])
+        else:
+            parts = min(SPLIT_PARTS, max(1, numel // 4096))
+            parallel = ("split_parallel", (*common, parts, 0))
+    return PreparedReduction(serial, parallel, extents, (out_lane, in_lane))
+
+
+def _units(extent: int, lane: np.dtype) -> int:
+    return extent // lane.itemsize
+
+
+def _entry(name: str, lanes: tuple[np.dtype, np.dtype], args: tuple) -> Callable:
+    key = (name, lanes)
+    entry = _entries.get(key)
+    if entry is None:
+        from ._entry import entry_point
+
+        tokens = tuple(_token(lane) for lane in lanes)
+        entry = entry_point(getattr(_load(), name + "_at"), 0, 0, 0, 0, *tokens, *args)
+        _entries[key] = entry
+    return entry
+
+
+def _token(lane: np.dtype) -> np.ndarray:
+    token = _tokens.get(lane)
+    if token is None:
+        token = _tokens[lane] = np.zeros(1, dtype=lane)
+    return token
+
+
+def _address(op: Operand, extent: int, lane: np.dtype) -> int:
+    if not (isinstance(op.data, np.ndarray) and op.data.dtype == np.uint8 and op.data.ndim == 1):
+        raise TypeError("operand data must be a 1-D numpy uint8 array")
+    if op.offset < 0 or op.offset + extent > op.data.shape[0]:
+        raise IndexError(
+            f"the plan reaches byte {op.offset + extent} of a {op.data.shape[0]}-byte buffer"
+        )
+    address = op.data.ctypes.data + op.offset
+    if address % lane.itemsize:
+        raise ValueError("operand not aligned to its element size")
+    return address
+
+
+def run(prepared: PreparedReduction, out: Operand, inp: Operand) -> None:
+    """Run ``prepared``: check both extents and alignment, pass the addresses."""
+    out_lane, in_lane = prepared.lanes
+    out_address = _address(out, prepared.extents[0], out_lane)
+    in_address = _address(inp, prepared.extents[1], in_lane)
+    head = (
+        out_address,
+        in_address,
+        _units(prepared.extents[0], out_lane),
+        _units(prepared.extents[1], in_lane),
+        _token(out_lane),
+        _token(in_lane),
+    )
+    parallel = prepared.parallel is not None and parallel_allowed(PARALLEL_MIN_NUMEL)
+    if parallel and _lock.acquire(blocking=False):
+        try:
+            name, args = prepared.parallel
+            _entry(name, prepared.lanes, args)(*head, *args)
+            return
+        finally:
+            _lock.release()
+    name, args = prepared.serial
+    _entry(name, prepared.lanes, args)(*head, *args)
+
+
+# ---- the exact replica of CPU's serial float sum (``_cascade_loops``) ------------------------
+
+# Below this many elements torch CPU sums on one thread (``at::internal::GRAIN_SIZE``).
+GRAIN_SIZE = 32768
+# ``Vectorized<T>`` bytes of the kernel torch CPU runs for ``sum`` on x86 (AVX2 or default).
+VECTOR_BYTES = 32
+_cascade: ModuleType | None = None
+_CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 3}  # PAIR, HALVES; else PLAIN
+
+
+class PreparedCascade(NamedTuple):
+    """``cascade_at``'s arguments after the addresses and lanes, and both byte extents."""
+
+    args: tuple
+    extents: tuple[int, int]
+    lane: np.dtype
+
+
+def exact_float_sum(dtype: torch.dtype, numel: int) -> bool:
+    """Whether torch CPU sums ``numel`` elements of float ``dtype`` serially (so the cascade
+    replica gives its bits): below ``GRAIN_SIZE``, or on one thread."""
+    if not dtype.is_floating_point:
+        return False
+    return numel < GRAIN_SIZE or torch.get_num_threads() == 1
+
+
+def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
+    """``cascade_sum``'s set-up for a non-empty ``plan`` whose output and input are ``dtype``:
+    strides in elements, and the widths of the ``Vectorized`` types torch's kernel uses."""
+    lane, fmt = _lanes(dtype)
+    size = lane.itemsize
+    # 32-byte vectors: ``sum_stub`` is registered with REGISTER_DISPATCH, which leaves its
+    # AVX512 slot empty (DispatchStub.h), so an AVX512 machine runs the AVX2 kernel.
+    width = VECTOR_BYTES
+    vec = width // dtype.itemsize
+    accumulator = np.float64 if dtype == torch.float64 else np.float32
+    lanes = width // np.dtype(accumulator).itemsize
+    mode = _CASCADE_MODES.get(dtype, 1)
+    shape = plan.shape or (1,)
+    out_bytes = plan.stride_bytes[0] or (0,)
+    in_bytes = plan.stride_bytes[1] or (0,)
+    extents = tuple(
+        sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + size
+        for strides in (out_bytes, in_bytes)
+    )
+    args = (
+        np.array(shape, dtype=np.int64),
+        np.array([s // size for s in out_bytes], dtype=np.int64),
+        np.array([s // size for s in in_bytes], dtype=np.int64),
+        fmt,
+        vec,
+        lanes,
+        mode,
+        np.zeros(1, dtype=accumulator),
+    )
+    return PreparedCascade(args, (extents[0], extents[1]), lane)
+
+
+def run_cascade(prepared: PreparedCascade, out: Operand, inp: Operand) -> None:
+    """Sum into ``out`` (zero-filled by the caller) exactly as CPU's serial ``cascade_sum``."""
+    global _cascade
+    if _cascade is None:
+        from . import load_numba_modules
+
+        (_cascade,) = load_numba_modules("_cascade_loops")
+    lane = prepared.lane
+    token = _token(lane)
+    _cascade.cascade_at(
+        _address(out, prepared.extents[0], lane),
+        _address(inp, prepared.extents[1], lane),
+        prepared.extents[0] // lane.itemsize,
+        prepared.extents[1] // lane.itemsize,
+        token,
+        token,
+        *prepared.args,
+    )

@@ -1,0 +1,339 @@
+"""Native ``sum``, ``mean``, ``amax`` and ``amin`` on mydev: checks, result, plan, kernel.
+
+Each op follows its structured ATen kernel (``native/ReduceOps.cpp``):
+
+1. the meta function's checks and dtype (``torch_mydev_rules.iterator.reduction``:
+   ``sum_dtype``, ``mean_dtype``, ``amax_checks``, ``dim_mask``), in ATen's order, so a bad
+   call raises what CPU raises;
+2. the result: a new contiguous tensor (``set_output_raw_strided`` without strides), or the
+   ``out=`` tensor checked (dtype, device) and resized as ``resize_out`` does (a warning when
+   it had elements; its strides are kept when its shape already fits);
+3. the input the iterator reads: ``make_reduction_from_out_ty`` reduces ``self.to(dtype)``
+   when the dtypes differ. The kernel widens values itself where that cast is exact (to a
+   wider float, int to int: a sum wraps the same either way), so only the other casts
+   (int to float, float to int, a narrower float) make a temporary through ``_to_copy``;
+4. ``build_reduction`` (``TensorIterator::reduce_op``) and one loop of
+   ``torch_mydev.kernels.reduction``. An empty reduction fills the result as CPU does:
+   ``sum`` zeros (``result.zero_()``), ``mean`` 0/0 = NaN.
+
+What stays on CPU, through the fallback (``fallback.run_on_cpu``, counted in
+``fallback_stats`` under the overload called): complex inputs or results, dtypes the kernels
+lack, a bool ``sum`` result, and an ``out=`` tensor that overlaps itself (CPU's result there
+depends on its loop order). An ``out=`` tensor sharing memory with the input gets the result
+through a temporary.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torch_mydev.kernels import reduction as kernels
+from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev.kernels.operand import Operand
+from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev.ops.copy import copy_
+from torch_mydev.ops.elementwise_checks import shares_storage
+from torch_mydev.ops.elementwise_plan import resize_output
+from torch_mydev.ops.factories import allocate
+from torch_mydev_rules import layout
+from torch_mydev_rules.iterator.cache import LRUCache
+from torch_mydev_rules.iterator.reduction import (
+    amax_checks,
+    build_reduction,
+    dim_mask,
+    mean_dtype,
+    reduced_count,
+    reduction_shape,
+    sum_dtype,
+    uses_acc_buffer,
+    viewed_strides,
+)
+
+__all__ = ["KERNELS", "amax", "amin", "mean", "mean_all", "sum", "sum_all"]
+
+Dims = int | list[int] | tuple[int, ...] | None
+
+_REDUCED = (torch.float16, torch.bfloat16)
+_NATIVE = frozenset(d for d in SUPPORTED_DTYPES if not d.is_complex)
+_prepared: LRUCache[tuple, kernels.PreparedReduction] = LRUCache(4096)
+
+
+# ---- the registered kernels ------------------------------------------------------------------
+
+
+def sum(
+    self: torch.Tensor,
+    dim: Dims = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """aten::sum.dim_IntList / sum.IntList_out."""
+    result_dtype = sum_dtype(self.dtype, dtype, None if out is None else out.dtype)
+    overload = torch.ops.aten.sum.dim_IntList if out is None else torch.ops.aten.sum.IntList_out
+    call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
+    return _reduce("sum", self, dim, keepdim, result_dtype, out, call)
+
+
+def sum_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """aten::sum (no dim): every dim, as ``sum.dim_IntList(self, [])``."""
+    return sum(self, None, False, dtype=dtype)
+
+
+def mean(
+    self: torch.Tensor,
+    dim: Dims = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """aten::mean.dim / mean.out: ``sum`` over the dims divided by their element count."""
+    result_dtype = mean_dtype(self.dtype, dtype, None if out is None else out.dtype)
+    overload = torch.ops.aten.mean.dim if out is None else torch.ops.aten.mean.out
+    call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
+    return _reduce("mean", self, dim, keepdim, result_dtype, out, call)
+
+
+def mean_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """aten::mean (no dim): every dim."""
+    return mean(self, None, False, dtype=dtype)
+
+
+def amax(
+    self: torch.Tensor, dim: Dims = (), keepdim: bool = False, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """aten::amax / amax.out."""
+    return _extreme("amax", self, dim, keepdim, out)
+
+
+def amin(
+    self: torch.Tensor, dim: Dims = (), keepdim: bool = False, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """aten::amin / amin.out."""
+    return _extreme("amin", self, dim, keepdim, out)
+
+
+# ---- the steps -------------------------------------------------------------------------------
+
+
+def _out(out: torch.Tensor | None) -> dict[str, Any]:
+    return {} if out is None else {"out": out}
+
+
+def _extreme(
+    name: str, self: torch.Tensor, dim: Dims, keepdim: bool, out: torch.Tensor | None
+) -> torch.Tensor:
+    """amax/amin's meta: out's dtype must be self's, an empty input needs non-empty dims."""
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(
+            "Expected the dtype for input and out to match, but got "
+            f"{_name(self.dtype)} for input's dtype and {_name(out.dtype)} for out's dtype."
+        )
+    if self.dtype in _NATIVE:  # complex: CPU's kernel raises its own error first
+        amax_checks(name, tuple(self.shape), dim)
+    packet = getattr(torch.ops.aten, name)
+    overload = packet.default if out is None else packet.out
+    call = (overload, (self, dim, keepdim), _out(out))
+    return _reduce(name, self, dim, keepdim, self.dtype, out, call)
+
+
+def _name(dtype: torch.dtype) -> str:
+    from torch_mydev_rules.iterator.reduction import _scalar_name
+
+    return _scalar_name(dtype)
+
+
+def _reduce(
+    op: str,
+    self: torch.Tensor,
+    dim: Dims,
+    keepdim: bool,
+    result_dtype: torch.dtype,
+    out: torch.Tensor | None,
+    call: tuple,
+) -> torch.Tensor:
+    sizes = tuple(self.shape)
+    mask = dim_mask(dim, len(sizes))
+    shape = reduction_shape(sizes, mask, keepdim)
+    in_dtype = _in_dtype(op, result_dtype)
+    if not _native(op, self, result_dtype, out):
+        from torch_mydev.ops.fallback import run_on_cpu
+
+        overload, args, kwargs = call
+        return run_on_cpu(overload, args, kwargs)
+    if out is None:
+        result = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
+    else:
+        _check_out(out, self, result_dtype)
+        resize_output(out, shape)
+        result = out
+    if layout.numel(shape) == 0:
+        return result
+    if layout.numel(sizes) == 0:  # CPU: result.zero_(), and a mean divides 0 by 0
+        return result.zero_() if op == "sum" else result.fill_(math.nan)
+    written = result
+    if out is not None and shares_storage(out, self):
+        written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
+    count = reduced_count(sizes, mask)
+    if op in ("sum", "mean") and kernels.exact_float_sum(in_dtype, layout.numel(sizes)):
+        _exact_sum(op, self, written, in_dtype, mask, keepdim, count)
+    else:
+        source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
+        _run(op, source, written, mask, keepdim, count)
+    if written is not result:
+        copy_(result, written)
+    return result
+
+
+def _exact_sum(
+    op: str,
+    self: torch.Tensor,
+    result: torch.Tensor,
+    in_dtype: torch.dtype,
+    mask: tuple[bool, ...],
+    keepdim: bool,
+    count: int,
+) -> None:
+    """CPU's serial float ``mean_out`` / ``sum_out`` step by step: a float32 result for a
+    float16/bfloat16 mean (``result.to(float)``), the sum, ``div_(count)`` for a mean, then
+    the cast into the result."""
+    total = result if result.dtype == in_dtype else result.to(in_dtype)
+    _cascade_sum(self, total, in_dtype, mask, keepdim)
+    if op == "mean":
+        total.div_(count)
+    if total is not result:
+        copy_(result, total)
+
+
+def _cascade_sum(
+    self: torch.Tensor,
+    total: torch.Tensor,
+    dtype: torch.dtype,
+    mask: tuple[bool, ...],
+    keepdim: bool,
+) -> None:
+    """``sum_out`` on CPU: reduce ``self.to(dtype)``, or through a float32 buffer
+    (``uses_acc_buffer``), into the zero-filled ``total`` with the cascade replica."""
+    source = self if self.dtype == dtype else self.to(dtype)
+    key = ("cascade", tuple(source.shape), source.stride(), dtype, total.stride(), mask)
+    key += (keepdim,)
+    prepared = _prepared.peek(key)
+    if prepared is None:
+        plan = _plan(source, total, mask, keepdim)
+        prepared = "acc" if uses_acc_buffer(plan, dtype) else kernels.prepare_cascade(plan, dtype)
+        _prepared.put(key, prepared)
+    if isinstance(prepared, str):  # "acc": through a float32 buffer
+        shape = tuple(total.shape)
+        buffer = allocate(shape, layout.contiguous_strides(shape), torch.float32, total.device)
+        _cascade_sum(self, buffer, torch.float32, mask, keepdim)
+        copy_(total, buffer)
+        return
+    total.zero_()
+    kernels.run_cascade(prepared, _operand(total), _operand(source))
+
+
+def _operand(t: torch.Tensor) -> Operand:
+    return Operand(storage_bytes(t), byte_offset(t), t.dtype, ())
+
+
+def _plan(source: torch.Tensor, result: torch.Tensor, mask: tuple[bool, ...], keepdim: bool):
+    """``make_reduction``'s iterator over ``source`` into ``result`` (viewed)."""
+    return build_reduction(
+        tuple(source.shape),
+        source.stride(),
+        source.element_size(),
+        reduction_shape(tuple(source.shape), mask, True),
+        viewed_strides(result.stride(), mask, keepdim),
+        result.element_size(),
+    )
+
+
+def _in_dtype(op: str, result_dtype: torch.dtype) -> torch.dtype:
+    """The dtype the iterator reads (``make_reduction_from_out_ty``); a float16/bfloat16 mean
+    is a float32 sum divided, then rounded (``mean_out`` on CPU)."""
+    if op == "mean" and result_dtype in _REDUCED:
+        return torch.float32
+    return result_dtype
+
+
+def _reads_directly(src: torch.Tensor | torch.dtype, dst: torch.dtype) -> bool:
+    """Whether the kernel may read ``src`` values as ``dst`` values: the same dtype, an exact
+    widening of floats, or int/bool to a non-bool int (a sum wraps the same either way)."""
+    if src == dst:
+        return True
+    if dst.is_floating_point:
+        return src.is_floating_point and src.itemsize < dst.itemsize
+    integral = not (src.is_floating_point or src.is_complex)
+    return integral and dst != torch.bool and not dst.is_complex
+
+
+def _native(op: str, self: torch.Tensor, result_dtype: torch.dtype, out: torch.Tensor | None):
+    """Whether mydev's kernels run this call (else the CPU fallback does)."""
+    if self.dtype not in _NATIVE or result_dtype not in _NATIVE:
+        return False
+    if op == "sum" and result_dtype == torch.bool:
+        return False
+    if out is not None and out.device == self.device:
+        overlap = layout.has_internal_overlap(tuple(out.shape), out.stride())
+        if overlap is layout.MemOverlap.YES:
+            return False
+    return True
+
+
+def _check_out(out: torch.Tensor, self: torch.Tensor, dtype: torch.dtype) -> None:
+    """``resize_out``'s checks of a structured kernel's ``out=`` tensor."""
+    if out.dtype != dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
+        )
+    if out.device != self.device:
+        raise RuntimeError(
+            f"Expected out tensor to have device {self.device}, but got {out.device} instead"
+        )
+
+
+def _run(
+    op: str,
+    source: torch.Tensor,
+    result: torch.Tensor,
+    mask: tuple[bool, ...],
+    keepdim: bool,
+    count: int,
+) -> None:
+    """Plan (cached per layout) and run the kernel of ``op`` into ``result``."""
+    key = (
+        op,
+        tuple(source.shape),
+        source.stride(),
+        source.dtype,
+        result.stride(),
+        result.dtype,
+        mask,
+        keepdim,
+    )
+    prepared = _prepared.peek(key)
+    if prepared is None:
+        plan = _plan(source, result, mask, keepdim)
+        prepared = kernels.prepare(op, plan, result.dtype, source.dtype, count)
+        _prepared.put(key, prepared)
+    kernels.run(prepared, _operand(result), _operand(source))
+
+
+# The overloads registered for PrivateUse1 (``ops/registry.py``).
+KERNELS = {
+    "sum.dim_IntList": sum,
+    "sum.IntList_out": sum,
+    "sum": sum_all,
+    "mean.dim": mean,
+    "mean.out": mean,
+    "mean": mean_all,
+    "amax": amax,
+    "amax.out": amax,
+    "amin": amin,
+    "amin.out": amin,
+}
