@@ -253,3 +253,31 @@ def test_relu_family_does_not_fall_back():
     ]
     del results
     assert torch_mydev.fallback_stats() == {}
+
+
+def _opcheck_cases():
+    x = torch.randn(3, 4).to("mydev")
+    cl = torch.randn(2, 3, 4, 5).to("mydev").contiguous(memory_format=torch.channels_last)
+    g = torch.randn(2, 3, 4, 5).to("mydev")
+    return {
+        "relu": (A.relu.default, (cl,), {}),
+        "relu_": (A.relu_.default, (x.clone(),), {}),
+        "clamp_min": (A.clamp_min.default, (x, 0.5), {}),
+        "clamp_min.out": (A.clamp_min.out, (x, 0.5), {"out": torch.empty(0, device="mydev")}),
+        "threshold": (A.threshold.default, (x, 0.1, 2.0), {}),
+        "threshold_backward": (A.threshold_backward.default, (g, cl, 0), {}),
+        "threshold_backward.grad_input": (
+            A.threshold_backward.grad_input,
+            (g, cl, 0),
+            {"grad_input": torch.empty(0, device="mydev")},
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_opcheck_cases()))
+def test_opcheck(name):
+    """torch.library.opcheck: schema, fake tensor and AOT checks (as ``test_opcheck.py``)."""
+    op, args, kwargs = _opcheck_cases()[name]
+    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    result = torch.library.opcheck(op, args, kwargs, test_utils=utils)
+    assert set(result.values()) == {"SUCCESS"}, result
