@@ -19,13 +19,13 @@ Each op follows its structured ATen kernel (``native/ReduceOps.cpp``):
 What stays on CPU, through the fallback (``fallback.run_on_cpu``, counted in
 ``fallback_stats`` under the overload called): complex inputs or results, dtypes the kernels
 lack, a bool ``sum`` result, and an ``out=`` tensor that overlaps itself (CPU's result there
-depends on its loop order). An ``out=`` tensor sharing memory with the input gets the result
-through a temporary.
+depends on its loop order). An ``out=`` tensor sharing memory with the input: a float sum
+below ``GRAIN_SIZE`` follows CPU's steps (the result is zeroed, then summed), any other
+reduction is computed into a temporary and copied (CPU reads what it already wrote there).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -43,6 +43,7 @@ from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.iterator.reduction import (
     amax_checks,
     build_reduction,
+    check_mean_result,
     dim_mask,
     mean_dtype,
     reduced_count,
@@ -160,6 +161,8 @@ def _reduce(
     sizes = tuple(self.shape)
     mask = dim_mask(dim, len(sizes))
     shape = reduction_shape(sizes, mask, keepdim)
+    if op == "mean" and self.dtype in _NATIVE:
+        check_mean_result(result_dtype)
     in_dtype = _in_dtype(op, result_dtype)
     if not _native(op, self, result_dtype, out):
         from torch_mydev.ops.fallback import run_on_cpu
@@ -174,17 +177,22 @@ def _reduce(
         result = out
     if layout.numel(shape) == 0:
         return result
-    if layout.numel(sizes) == 0:  # CPU: result.zero_(), and a mean divides 0 by 0
-        return result.zero_() if op == "sum" else result.fill_(math.nan)
-    written = result
-    if out is not None and shares_storage(out, self):
-        written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
+    if layout.numel(sizes) == 0:  # CPU: result.zero_(), and a mean divides it by 0
+        if op == "sum":
+            return result.zero_()
+        total = result if result.dtype == in_dtype else result.to(in_dtype)
+        total.zero_().div_(0)  # the NaN's sign bit as CPU's 0 / 0 sets it
+        return result if total is result else copy_(result, total)
     count = reduced_count(sizes, mask)
     if op in ("sum", "mean") and kernels.exact_float_sum(in_dtype, layout.numel(sizes)):
-        _exact_sum(op, self, written, in_dtype, mask, keepdim, count)
-    else:
-        source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
-        _run(op, source, written, mask, keepdim, count)
+        # CPU's steps, in its order: an out= aliasing self is zeroed before it is read
+        _exact_sum(op, self, result, in_dtype, mask, keepdim, count)
+        return result
+    written = result
+    if out is not None and shares_storage(out, self):  # a temporary: no order to follow
+        written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
+    source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
+    _run(op, source, written, mask, keepdim, count)
     if written is not result:
         copy_(result, written)
     return result

@@ -36,6 +36,7 @@ __all__ = [
     "ReductionPlan",
     "amax_checks",
     "build_reduction",
+    "check_mean_result",
     "dim_mask",
     "mean_dtype",
     "reduced_count",
@@ -130,6 +131,15 @@ def mean_dtype(
             f"Got: {_scalar_name(name)}"
         )
     return sum_dtype(self_dtype, dtype, out_dtype)
+
+
+def check_mean_result(dtype: torch.dtype) -> None:
+    """A mean's ``out=`` must hold a float: CPU sums into an integral one, then its
+    ``div_`` (true division) raises this ``RuntimeError`` (after the dims were checked)."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_scalar_name(dtype)}"
+        )
 
 
 def _scalar_name(dtype: torch.dtype) -> str:

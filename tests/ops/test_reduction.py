@@ -1,0 +1,272 @@
+"""Native sum, mean, amax and amin on mydev against torch CPU (docs/reductions.md).
+
+Truth: the same call on CPU tensors with the same sizes, strides, offsets and values. Results
+agree in dtype, shape and strides; in value bit for bit for every layout below torch's
+``GRAIN_SIZE`` (32768 elements: CPU sums on one thread there and mydev replays its cascade),
+and for integer sums and amax/amin at any size (a signed zero may differ in amax/amin, which
+compare with ``==``). Larger float sums are checked within the documented bound: ``1e-5``
+(float32), ``1e-12`` (float64) or ``4e-3`` (float16/bfloat16) of the sum of magnitudes.
+When CPU raises, mydev raises the same exception type.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torch_mydev
+from tests.layout.strategies import views
+from tests.ops.helpers import same_bits, view_pair
+
+REAL = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+)
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+OPS = ("sum", "mean", "amax", "amin")
+
+
+def _call(op: str, x: torch.Tensor, dim, keepdim: bool, dtype, out=None):
+    kwargs = {} if out is None else {"out": out}
+    if op in ("amax", "amin"):
+        return getattr(torch, op)(x, () if dim is None else dim, keepdim, **kwargs)
+    if dim is None and not keepdim and out is None:
+        return getattr(torch, op)(x, dtype=dtype)
+    return getattr(torch, op)(x, dim, keepdim, dtype=dtype, **kwargs)
+
+
+def _outcome(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(), None
+        except Exception as error:  # the type is what is compared
+            return None, type(error)
+
+
+def _assert_same(op: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
+    assert actual.device.type == "mydev"
+    got = actual.cpu()
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    assert actual.stride() == expected.stride()
+    if op in ("amax", "amin"):
+        nan = _nan(expected)
+        assert torch.equal(_nan(got), nan)
+        assert torch.equal(got[~nan], expected[~nan])
+    else:
+        assert same_bits(got, expected), (got, expected)
+
+
+def _nan(t: torch.Tensor) -> torch.Tensor:
+    return t.isnan() if t.is_floating_point() else torch.zeros_like(t, dtype=torch.bool)
+
+
+@st.composite
+def dims_of(draw, ndim: int):
+    """None, [], one int, or a list of distinct dims (negative ones too), and now and then a
+    repeated or out-of-range dim (both errors on CPU)."""
+    kind = draw(st.sampled_from(("none", "empty", "int", "list", "list", "bad")))
+    if kind == "none":
+        return None
+    if kind == "empty":
+        return []
+    rank = max(ndim, 1)
+    if kind == "int":
+        return draw(st.integers(-rank, rank - 1))
+    if kind == "bad":
+        return draw(st.sampled_from(([0, 0], [rank], [-rank - 1], [0, -rank])))
+    chosen = draw(st.lists(st.integers(0, rank - 1), unique=True, min_size=1, max_size=rank))
+    return [d - rank if draw(st.booleans()) else d for d in chosen]
+
+
+@given(
+    view=views(max_dims=4),
+    op=st.sampled_from(OPS),
+    dtype=st.sampled_from(REAL),
+    keepdim=st.booleans(),
+    data=st.data(),
+)
+def test_matches_cpu(view, op, dtype, keepdim, data) -> None:
+    """Every layout, dims choice and dtype= gives CPU's values, shape, strides, dtype or
+    exception type."""
+    cpu, dev = view_pair(view, dtype, seed=len(view[0]))
+    dim = data.draw(dims_of(len(view[0])))
+    cast = None
+    if op == "sum":
+        cast = data.draw(st.sampled_from((None, None, torch.int64, torch.float64, torch.float32)))
+    elif op == "mean":
+        cast = data.draw(st.sampled_from((None, None, torch.float64, torch.float32)))
+    expected, error = _outcome(lambda: _call(op, cpu, dim, keepdim, cast))
+    actual, dev_error = _outcome(lambda: _call(op, dev, dim, keepdim, cast))
+    assert dev_error == error, (error, dev_error)
+    if error is None:
+        _assert_same(op, expected, actual)
+
+
+@given(
+    view=views(max_dims=4),
+    op=st.sampled_from(OPS),
+    dtype=st.sampled_from((torch.int32, torch.float32, torch.float16)),
+    keepdim=st.booleans(),
+    data=st.data(),
+)
+def test_out_matches_cpu(view, op, dtype, keepdim, data) -> None:
+    """``out=``: CPU's resizing (and its warning), kept strides, dtype and device checks."""
+    cpu, dev = view_pair(view, dtype, seed=1)
+    dim = data.draw(dims_of(len(view[0])))
+    out_dtype = data.draw(st.sampled_from((dtype, torch.float32, torch.int64)))
+    out_shape = data.draw(st.sampled_from(((0,), (2, 3), None)))
+    if out_shape is None:  # the right shape, transposed when it has two dims
+        reference = _outcome(lambda: _call(op, cpu, dim, keepdim, None))[0]
+        out_shape = tuple(reference.shape) if reference is not None else (1,)
+    cpu_out = torch.zeros(out_shape, dtype=out_dtype)
+    if cpu_out.dim() == 2:
+        cpu_out = torch.zeros(out_shape[::-1], dtype=out_dtype).t()
+    dev_out = cpu_out.to("mydev") if cpu_out.is_contiguous() else cpu_out.t().to("mydev").t()
+    with warnings.catch_warnings(record=True) as cpu_warned:
+        warnings.simplefilter("always")
+        _, error = _outcome(lambda: _call(op, cpu, dim, keepdim, None, cpu_out))
+    with warnings.catch_warnings(record=True) as dev_warned:
+        warnings.simplefilter("always")
+        actual, dev_error = _outcome(lambda: _call(op, dev, dim, keepdim, None, dev_out))
+    assert dev_error == error
+    if error is None:
+        assert actual is dev_out
+        _assert_same(op, cpu_out, dev_out)
+        assert len(dev_warned) == len(cpu_warned)
+
+
+@pytest.mark.parametrize("dtype", (*FLOATS, torch.int32, torch.bool))
+@pytest.mark.parametrize(
+    "shape, dims",
+    [((300, 300), 0), ((300, 300), 1), ((300, 300), None), ((64, 40, 30), [0, 2]),
+     ((1 << 17,), None), ((7, 40000), 1)],
+)  # fmt: skip
+def test_large_within_bound(shape, dims, dtype) -> None:
+    """Above GRAIN_SIZE (parallel loops): integers and amax/amin exact, float sums within
+    the documented bound of the sum of magnitudes."""
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(shape, generator=g, dtype=torch.float64) * 100).to(dtype)
+    d = x.to("mydev")
+    for op in OPS:
+        if op == "mean" and not dtype.is_floating_point:
+            continue
+        expected = getattr(torch, op)(x) if dims is None else getattr(torch, op)(x, dims)
+        actual = getattr(torch, op)(d) if dims is None else getattr(torch, op)(d, dims)
+        assert actual.dtype == expected.dtype and actual.stride() == expected.stride()
+        got = actual.cpu()
+        if op in ("amax", "amin") or not dtype.is_floating_point:
+            assert torch.equal(got, expected), op
+            continue
+        magnitude = x.double().abs().sum() if dims is None else x.double().abs().sum(dims)
+        if op == "mean":
+            magnitude = magnitude / (x.numel() // expected.numel())
+        bound = {torch.float32: 1e-5, torch.float64: 1e-12}.get(dtype, 4e-3)
+        assert ((got.double() - expected.double()).abs() <= bound * magnitude + 1e-30).all(), op
+
+
+def test_channels_last_keepdim_gives_contiguous() -> None:
+    x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    d = x.to("mydev")
+    for dims in (1, (2, 3), (0, 1)):
+        for op in ("sum", "mean", "amax"):
+            expected = getattr(torch, op)(x, dims, keepdim=True)
+            actual = getattr(torch, op)(d, dims, keepdim=True)
+            assert actual.stride() == expected.stride()
+            assert same_bits(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.to(torch.int32).mean(),
+        lambda t: t.sum([0, 0]),
+        lambda t: t.sum(5),
+        lambda t: t[:0].amax(0),
+        lambda t: t[:0].amin(),
+        lambda t: t.amax(0, out=torch.empty(0, dtype=torch.int64, device=t.device)),
+        lambda t: t.sum(0, dtype=torch.float64, out=torch.empty(0, device=t.device)),
+        lambda t: t.mean(0, dtype=torch.int64),
+    ],
+)
+def test_errors_match_cpu(call) -> None:
+    x = torch.randn(3, 4)
+    _, error = _outcome(lambda: call(x))
+    _, dev_error = _outcome(lambda: call(x.to("mydev")))
+    assert error is not None and dev_error == error
+
+
+def _empty_call(op: str, t: torch.Tensor) -> torch.Tensor:
+    if op == "amax":
+        return torch.amax(t, 0 if t.dim() == 2 else ())
+    return getattr(torch, op)(t)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [torch.ones(0), torch.ones(2, 0), torch.tensor(-0.0), torch.tensor(3, dtype=torch.int8)],
+)
+def test_empty_and_zero_dim(x) -> None:
+    """Empty reductions: sum 0, mean NaN (CPU's zero_ and 0/0, sign bit included); 0-dim
+    inputs reduce to themselves (a -0.0 sums to +0.0 on CPU too)."""
+    d = x.to("mydev")
+    for op in ("sum", "mean", "amax"):
+        expected, error = _outcome(lambda op=op: _empty_call(op, x))
+        actual, dev_error = _outcome(lambda op=op: _empty_call(op, d))
+        assert dev_error == error
+        if error is None:
+            _assert_same(op, expected, actual)
+
+
+def test_out_aliasing_the_input() -> None:
+    """A float sum follows CPU's steps (zero the result, then sum); an integer one reads the
+    input before anything is written."""
+    x = torch.randn(4, 4)
+    d = x.to("mydev")
+    torch.sum(x, 1, out=x[0])
+    torch.sum(d, 1, out=d[0])
+    assert same_bits(d.cpu(), x)
+    i = torch.arange(16).reshape(4, 4)
+    expected = i.sum(1)
+    j = i.to("mydev")
+    torch.sum(j, 1, out=j[0])
+    assert torch.equal(j[0].cpu(), expected)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_autograd_matches_cpu(op) -> None:
+    x = torch.randn(3, 4, 5, dtype=torch.float64, requires_grad=True)
+    d = x.detach().to("mydev").requires_grad_()
+    for t in (x, d):
+        weights = torch.arange(4.0, dtype=torch.float64, device=t.device)
+        (getattr(t, op)((0, 2)) * weights).sum().backward()
+        assert getattr(t, op)((0, 2)).grad_fn.name() == getattr(x, op)((0, 2)).grad_fn.name()
+    assert same_bits(d.grad.cpu(), x.grad)
+
+
+def test_native_not_fallback() -> None:
+    """Real dtypes run mydev's kernels; complex ones go to the CPU fallback, counted."""
+    x = torch.randn(8, 8, device="mydev")
+    torch_mydev.reset_fallback_stats()
+    for op in OPS:
+        getattr(x, op)(1)
+        getattr(x, op)()
+    torch.sum(x, 0, out=torch.empty(8, device="mydev"))
+    assert torch_mydev.fallback_stats() == {}
+    z = torch.randn(4, 4, dtype=torch.complex64)
+    assert same_bits(z.to("mydev").sum(1).cpu(), z.sum(1))
+    assert torch_mydev.fallback_stats() == {"aten::sum.dim_IntList": 1}
+    torch_mydev.reset_fallback_stats()
