@@ -55,7 +55,8 @@ def _transpose_plan(rows: int, cols: int, itemsize: int) -> tuple[tuple[int, ...
         (((0, 5), (4, 0), (4, 0)), "empty"),
         (_transpose_plan(300, 500, 4), "tiled-parallel"),
         (_transpose_plan(100, 200, 4), "tiled"),
-        (_transpose_plan(8, 2000, 4), "strided"),  # one side too short to tile
+        (_transpose_plan(12, 2000, 4), "strided"),  # too short to tile, too long for planes
+        (_transpose_plan(8, 2000, 4), "planes"),  # eight planes (test_copy_planes.py)
         (((512, 300), (4, 2048), (8, 4096)), "strided-parallel"),
         (((100, 30), (4, 400), (8, 800)), "strided"),
         (((1000,), (4,), (0,)), "strided"),  # broadcast

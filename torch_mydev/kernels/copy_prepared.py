@@ -1,9 +1,10 @@
 """Decides everything a same-dtype copy of one layout needs before it sees memory, once.
 
 ``prepare_copy`` makes every decision ``copy.copy_strided`` makes from the plan alone
-(normalised shape, element unit, loop, tiles, extents); ``PreparedCopy.run`` then takes two
-start addresses and moves the same bytes (the serial loops read raw addresses, so no numpy
-view is built per call; a contiguous range below the parallel threshold is one ``memmove``).
+(normalised shape, element unit, loop, tiles or planes, extents); ``PreparedCopy.run`` then
+takes two start addresses and moves the same bytes (the serial loops read raw addresses, so
+no numpy view is built per call; a contiguous range below the parallel threshold is one
+``memmove``).
 ``plan_path`` names the loop a plan takes, for tests and the benchmarks.
 """
 
@@ -18,15 +19,18 @@ from .copy_loops import (
     LANE_TOKENS,
     PARALLEL_MEMMOVE_MIN_BYTES,
     PARALLEL_MIN_NUMEL,
+    PLANE_BLOCK,
     TILE,
     Loop,
     check_plan,
     coalesce,
     entry_of,
     lanes_at,
+    load_planes,
     load_strided,
     memmove,
     plan_loop,
+    planes_pair,
     run_loop,
     transposed,
     unit_of,
@@ -44,9 +48,10 @@ def plan_path(
 ) -> str:
     """Name the loop a same-dtype copy of this plan takes (for tests and ``explain``).
 
-    One of ``"empty"``, ``"contiguous"``, ``"contiguous-parallel"``, ``"tiled"``,
-    ``"tiled-parallel"``, ``"strided"``, ``"strided-parallel"``; assumes disjoint, aligned
-    buffers in the process that runs parallel loops.
+    One of ``"empty"``, ``"contiguous"``, ``"contiguous-parallel"``, ``"planes"``,
+    ``"planes-parallel"``, ``"tiled"``, ``"tiled-parallel"``, ``"strided"``,
+    ``"strided-parallel"``; assumes disjoint, aligned buffers in the process that runs
+    parallel loops.
     """
     numel = math.prod(shape)
     if numel == 0:
@@ -56,6 +61,8 @@ def plan_path(
         large = numel * itemsize >= PARALLEL_MEMMOVE_MIN_BYTES
         return "contiguous-parallel" if large else "contiguous"
     parallel = "-parallel" if numel >= PARALLEL_MIN_NUMEL else ""
+    if planes_pair(shape, dst_strides, src_strides, itemsize) is not None:
+        return "planes" + parallel
     if transposed(shape, dst_strides, src_strides, itemsize) is not None:
         return "tiled" + parallel
     return "strided" + parallel
@@ -66,7 +73,7 @@ class PreparedCopy:
 
     Made by ``prepare_copy``: the plan is checked and normalised once (size-1 dims dropped,
     neighbours coalesced), the unit is the widest dividing the itemsize and the strides, and
-    the loop is chosen (one byte range, tiled or DimCounter). ``run`` then needs only raw
+    the loop is chosen (one byte range, planes, tiled or DimCounter). ``run`` then needs only raw
     memory, so an op that keeps one per layout does O(1) Python work per call; the bytes
     moved are those ``copy_strided`` moves for the same plan and memory.
     """
@@ -113,7 +120,15 @@ class PreparedCopy:
                 self.serial_args = (nbytes,)
                 self.serial = entry_of(loops.move_bytes_at, 0, 0, *self.serial_args)
         elif loop.numel < PARALLEL_MIN_NUMEL:
-            tail = (TILE, 0, loop.tiles) if loop.tiles else (0, loop.numel)
+            if loop.blocks:
+                tail: tuple = (PLANE_BLOCK, 0, loop.blocks)
+                kernel = load_planes().copy_planes_at
+            elif loop.tiles:
+                tail = (TILE, 0, loop.tiles)
+                kernel = loops.copy_tiles_at
+            else:
+                tail = (0, loop.numel)
+                kernel = loops.copy_range_at
             self.serial_args = (
                 dst_extent // unit,
                 src_extent // unit,
@@ -124,7 +139,6 @@ class PreparedCopy:
                 LANE_TOKENS[unit],
                 *tail,
             )
-            kernel = loops.copy_tiles_at if loop.tiles else loops.copy_range_at
             self.serial = entry_of(kernel, 0, 0, *self.serial_args)
 
     def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
