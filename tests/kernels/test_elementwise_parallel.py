@@ -75,7 +75,7 @@ def _byte_strides(strides, dtype):
 @given(
     plan=plans(3),
     dtype=st.sampled_from(DTYPES),
-    op=st.sampled_from(K.ARITHMETIC),
+    op=st.sampled_from(K.ARITHMETIC + K.THRESHOLDS),
     seed=st.integers(0, 5),
 )
 def test_binary_parallel_writes_the_serial_bytes(plan, dtype, op, seed):
