@@ -219,12 +219,66 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
 
 
 @njit(**_JIT)
+def _walk_outputs(out, shape, ostrides, fmt, divisor, zero):
+    """Every result element of the walk once (dims where the output moves): set to 0
+    (``zero``) or divided by ``divisor`` in its dtype (``div_``, a mean)."""
+    ndim = shape.shape[0]
+    idx = np.zeros(ndim, dtype=np.int64)
+    total = 1
+    for d in range(ndim):
+        if ostrides[d] != 0:
+            total *= shape[d]
+    for _ in range(total):
+        off = 0
+        for d in range(ndim):
+            off += idx[d] * ostrides[d]
+        if zero:
+            out[off] = 0
+        else:
+            divide_store(out, off, divisor, fmt)
+        for d in range(ndim):
+            if ostrides[d] == 0:
+                continue
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+
+
+def divide_store(arr, i, divisor, fmt):
+    """``arr[i] /= divisor`` in the element's dtype (a float tensor's ``div_`` by an int)."""
+
+
+@overload(divide_store, inline="always")
+def _divide_store(arr, i, divisor, fmt):
+    if arr.dtype == types.float32:
+
+        def single(arr, i, divisor, fmt):
+            arr[i] = arr[i] / np.float32(divisor)
+
+        return single
+    if arr.dtype == types.float64:
+
+        def double(arr, i, divisor, fmt):
+            arr[i] = arr[i] / np.float64(divisor)
+
+        return double
+
+    def reduced(arr, i, divisor, fmt):  # float16/bfloat16 never divide here (a float32 mean)
+        pass
+
+    return reduced
+
+
+@njit(**_JIT)
 def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape, ostrides,
-               istrides, fmt, vec, lanes, mode, token):  # fmt: skip
+               istrides, fmt, vec, lanes, mode, token, divisor):  # fmt: skip
     """``cascade_sum`` over the coalesced walk ``shape`` (strides in elements, at least one
-    dim), into a zero-filled result: ``serial_for_each``'s 2-D calls, dims 2.. outermost."""
+    dim): the result zero-filled, then ``serial_for_each``'s 2-D calls, dims 2.. outermost;
+    a ``divisor`` above 0 then divides every result (``mean_out``'s ``div_``)."""
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    _walk_outputs(out, shape, ostrides, fmt, divisor, True)
     ndim = shape.shape[0]
     size0 = shape[0]
     os0, is0 = ostrides[0], istrides[0]
@@ -250,3 +304,5 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
                 break
             idx[d] = 0
             d += 1
+    if divisor > 0:
+        _walk_outputs(out, shape, ostrides, fmt, divisor, False)

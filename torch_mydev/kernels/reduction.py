@@ -3,8 +3,9 @@
 ``prepare(op, plan, out_dtype, in_dtype, count)`` turns a ``ReductionPlan``
 (``torch_mydev_rules.iterator.reduction``) into a ``PreparedReduction``: the plan's walk
 split into kept and reduced dims (strides in lanes), the loop (``_reduction_loops``) and its
-compiled entry point. ``run(prepared, out, inp)`` checks the operands' extents and calls it
-on their addresses. Nothing here knows torch dispatch: bytes and a plan in, bytes out.
+compiled entry point. ``run(prepared, out, inp)`` checks the operands' extents against their
+``Buffer`` s and calls it on their addresses (``prepare_cascade`` / ``run_cascade``: the
+exact float sum). Nothing here knows torch dispatch: bytes and a plan in, bytes out.
 
 The walk: ``outer`` when the input's fastest kept dim is faster than its fastest reduced dim
 (``sum(0)`` of a contiguous matrix: rows of accumulators, contiguous loads), else ``inner``
@@ -32,6 +33,7 @@ from .operand import Operand
 
 __all__ = [
     "OPS",
+    "Buffer",
     "PreparedCascade",
     "PreparedReduction",
     "exact_float_sum",
@@ -160,20 +162,33 @@ def _token(lane: np.dtype) -> np.ndarray:
     return token
 
 
-def _address(op: Operand, extent: int, lane: np.dtype) -> int:
-    if not (isinstance(op.data, np.ndarray) and op.data.dtype == np.uint8 and op.data.ndim == 1):
-        raise TypeError("operand data must be a 1-D numpy uint8 array")
-    if op.offset < 0 or op.offset + extent > op.data.shape[0]:
-        raise IndexError(
-            f"the plan reaches byte {op.offset + extent} of a {op.data.shape[0]}-byte buffer"
-        )
-    address = op.data.ctypes.data + op.offset
-    if address % lane.itemsize:
+class Buffer(NamedTuple):
+    """An operand as a kernel reaches it: the address of element ``[0, ..., 0]`` and how
+    many bytes from there its storage holds."""
+
+    address: int
+    size: int
+
+    @classmethod
+    def of(cls, op: Operand) -> Buffer:
+        """The buffer of an ``Operand`` (a numpy byte view of the storage, an offset)."""
+        data = op.data
+        if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1):
+            raise TypeError("operand data must be a 1-D numpy uint8 array")
+        if op.offset < 0:
+            raise ValueError(f"negative offset {op.offset}")
+        return cls(data.ctypes.data + op.offset, data.shape[0] - op.offset)
+
+
+def _address(buffer: Buffer, extent: int, lane: np.dtype) -> int:
+    if extent > buffer.size:
+        raise IndexError(f"the plan reaches byte {extent} of a {buffer.size}-byte buffer")
+    if buffer.address % lane.itemsize:
         raise ValueError("operand not aligned to its element size")
-    return address
+    return buffer.address
 
 
-def run(prepared: PreparedReduction, out: Operand, inp: Operand) -> None:
+def run(prepared: PreparedReduction, out: Buffer, inp: Buffer) -> None:
     """Run ``prepared``: check both extents and alignment, pass the addresses."""
     out_lane, in_lane = prepared.lanes
     out_address = _address(out, prepared.extents[0], out_lane)
@@ -256,8 +271,9 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
     return PreparedCascade(args, (extents[0], extents[1]), lane)
 
 
-def run_cascade(prepared: PreparedCascade, out: Operand, inp: Operand) -> None:
-    """Sum into ``out`` (zero-filled by the caller) exactly as CPU's serial ``cascade_sum``."""
+def run_cascade(prepared: PreparedCascade, out: Buffer, inp: Buffer, divisor: int = 0) -> None:
+    """Zero ``out``, sum into it exactly as CPU's serial ``cascade_sum``, then divide each
+    result by ``divisor`` in its dtype when it is above 0 (a mean's ``div_``)."""
     global _cascade
     if _cascade is None:
         from . import load_numba_modules
@@ -265,7 +281,14 @@ def run_cascade(prepared: PreparedCascade, out: Operand, inp: Operand) -> None:
         (_cascade,) = load_numba_modules("_cascade_loops")
     lane = prepared.lane
     token = _token(lane)
-    _cascade.cascade_at(
+    key = ("cascade", lane, prepared.args[-1].dtype)
+    entry = _entries.get(key)
+    if entry is None:
+        from ._entry import entry_point
+
+        entry = entry_point(_cascade.cascade_at, 0, 0, 0, 0, token, token, *prepared.args, 0)
+        _entries[key] = entry
+    entry(
         _address(out, prepared.extents[0], lane),
         _address(inp, prepared.extents[1], lane),
         prepared.extents[0] // lane.itemsize,
@@ -273,4 +296,5 @@ def run_cascade(prepared: PreparedCascade, out: Operand, inp: Operand) -> None:
         token,
         token,
         *prepared.args,
+        divisor,
     )

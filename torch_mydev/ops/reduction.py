@@ -32,8 +32,7 @@ import torch
 
 from torch_mydev.kernels import reduction as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
-from torch_mydev.kernels.operand import Operand
-from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev.ops.buffers import byte_offset
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import shares_storage
 from torch_mydev.ops.elementwise_plan import resize_output
@@ -211,8 +210,8 @@ def _exact_sum(
     float16/bfloat16 mean (``result.to(float)``), the sum, ``div_(count)`` for a mean, then
     the cast into the result."""
     total = result if result.dtype == in_dtype else result.to(in_dtype)
-    _cascade_sum(self, total, in_dtype, mask, keepdim)
-    if op == "mean":
+    divided = _cascade_sum(self, total, in_dtype, mask, keepdim, count if op == "mean" else 0)
+    if op == "mean" and not divided:
         total.div_(count)
     if total is not result:
         copy_(result, total)
@@ -224,9 +223,11 @@ def _cascade_sum(
     dtype: torch.dtype,
     mask: tuple[bool, ...],
     keepdim: bool,
-) -> None:
+    divisor: int = 0,
+) -> bool:
     """``sum_out`` on CPU: reduce ``self.to(dtype)``, or through a float32 buffer
-    (``uses_acc_buffer``), into the zero-filled ``total`` with the cascade replica."""
+    (``uses_acc_buffer``), into ``total`` with the cascade replica (which zero-fills it
+    first). Returns whether it also divided by ``divisor`` (a mean, when ``divisor`` > 0)."""
     source = self if self.dtype == dtype else self.to(dtype)
     key = ("cascade", tuple(source.shape), source.stride(), dtype, total.stride(), mask)
     key += (keepdim,)
@@ -240,13 +241,14 @@ def _cascade_sum(
         buffer = allocate(shape, layout.contiguous_strides(shape), torch.float32, total.device)
         _cascade_sum(self, buffer, torch.float32, mask, keepdim)
         copy_(total, buffer)
-        return
-    total.zero_()
-    kernels.run_cascade(prepared, _operand(total), _operand(source))
+        return False
+    kernels.run_cascade(prepared, _operand(total), _operand(source), divisor)
+    return divisor > 0
 
 
-def _operand(t: torch.Tensor) -> Operand:
-    return Operand(storage_bytes(t), byte_offset(t), t.dtype, ())
+def _operand(t: torch.Tensor) -> kernels.Buffer:
+    """Element ``[0, ..., 0]``'s address and the storage bytes from there."""
+    return kernels.Buffer(t.data_ptr(), t.untyped_storage().nbytes() - byte_offset(t))
 
 
 def _plan(source: torch.Tensor, result: torch.Tensor, mask: tuple[bool, ...], keepdim: bool):
