@@ -6,9 +6,11 @@ package or its compiled stub, so any torch build runs it. It compares, over seed
 layouts, every layout predicate with the flags torch reports for a tensor of the same
 sizes and strides on that device, and ``explain()``'s output strides and dtype with what
 torch gives for binary ops (add, sub, mul, div, eq, lt; mixed dtypes and Python numbers
-included), ``neg``, ``clone``, ``contiguous`` and
-``empty_like``. Prints a summary; exits 1 on any mismatch. ``--device cpu`` runs the same
-check on CPU (the test suite does that so the script cannot rot).
+included), ``neg``, ``relu``, ``sqrt``, ``clone``, ``contiguous`` and
+``empty_like``, and the sizes, strides and dtype of ``sum`` / ``mean`` / ``amax`` /
+``amin`` results (random dims, keepdim, dtype=) with the reduction rules. Prints a summary;
+exits 1 on any mismatch. ``--device cpu`` runs the same check on CPU (the test suite does
+that so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 from torch_mydev_rules import iterator, layout
+from torch_mydev_rules.iterator import reduction
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.bool)
 BINARY_OPS = (
@@ -33,7 +36,7 @@ BINARY_OPS = (
     (torch.eq, "eq"),
     (torch.lt, "lt"),
 )
-UNARY_OPS = ((torch.neg, "neg"),)
+UNARY_OPS = ((torch.neg, "neg"), (torch.relu, "relu"), (torch.sqrt, "sqrt"))
 FORMATS = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
 
 
@@ -60,9 +63,16 @@ def random_view(rng: random.Random, ndim: int) -> tuple[tuple[int, ...], tuple[i
 
 
 def _refuses_bool(exc: RuntimeError) -> bool:
-    """ATen's sub_check / neg's check refuse bool operands: an op rule, not a layout rule."""
+    """ATen's sub_check / neg's / relu's checks refuse bool operands: an op rule, not a layout
+    rule."""
     message = str(exc)
-    return message.startswith(("Subtraction, the `-` operator", "Negation, the `-` operator"))
+    return message.startswith(
+        (
+            "Subtraction, the `-` operator",
+            "Negation, the `-` operator",
+            "Boolean inputs not supported for relu",
+        )
+    )
 
 
 def make(sizes, strides, dtype, device) -> torch.Tensor:
@@ -143,7 +153,53 @@ def check(device: str, cases: int, seed: int) -> list[str]:
         except RuntimeError as exc:
             ours = type(exc).__name__
         expect(f"{unary_name} {tag} {a.dtype}", ours, theirs)
+        _check_reduction(rng, a, tag, expect)
     return problems
+
+
+def _reduction_rule(name: str, a: torch.Tensor, dims, keepdim: bool, dtype):
+    """What ``torch_mydev_rules.iterator.reduction`` says ``name(a, dims, keepdim, dtype=)``
+    gives: (sizes, strides, dtype) of a new result, or the exception type's name."""
+    try:
+        if name == "sum":
+            result_dtype = reduction.sum_dtype(a.dtype, dtype, None)
+        elif name == "mean":
+            result_dtype = reduction.mean_dtype(a.dtype, dtype, None)
+        else:
+            reduction.amax_checks(name, tuple(a.shape), dims)
+            result_dtype = a.dtype
+        mask = reduction.dim_mask(dims, a.dim())
+    except (RuntimeError, IndexError) as exc:
+        return type(exc).__name__
+    sizes = reduction.reduction_shape(tuple(a.shape), mask, keepdim)
+    return (sizes, layout.contiguous_strides(sizes), result_dtype)
+
+
+def _check_reduction(rng: random.Random, a: torch.Tensor, tag: str, expect) -> None:
+    """sum / mean / amax / amin of ``a`` over random dims: the result's sizes, strides and
+    dtype against the reduction rules (``resize_reduction``: a new result is contiguous)."""
+    name = rng.choice(("sum", "mean", "amax", "amin"))
+    ndim = a.dim()
+    dims = (
+        None
+        if rng.random() < 0.2 or ndim == 0
+        else tuple(sorted(rng.sample(range(-ndim, 0), rng.randint(1, ndim))))
+    )
+    keepdim = rng.random() < 0.5
+    dtype = rng.choice((None, None, torch.float64)) if name in ("sum", "mean") else None
+    kwargs = {"keepdim": keepdim} if dims is not None else {}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    fn = getattr(torch, name)
+    try:
+        result = fn(a, dims, **kwargs) if dims is not None else fn(a, **kwargs)
+        theirs = (tuple(result.shape), result.stride(), result.dtype)
+    except (RuntimeError, IndexError) as exc:
+        if _refuses_bool(exc):
+            return
+        theirs = type(exc).__name__
+    ours = _reduction_rule(name, a, dims, keepdim if dims is not None else False, dtype)
+    expect(f"{name}(dims={dims}, keepdim={keepdim}, dtype={dtype}) {tag} {a.dtype}", ours, theirs)
 
 
 def main(argv: list[str] | None = None) -> int:

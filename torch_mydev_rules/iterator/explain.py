@@ -127,7 +127,9 @@ def _format_name(fmt: layout.MemoryFormat) -> str:
 # The families whose ops explain plans as one TensorIterator build (``families.FAMILIES``:
 # the same table the device's ops read, so explain and the device cannot disagree).
 _ELEMENTWISE = ("binary", "division", "floor_divide", "comparison", "unary", "unary_float")
-_KNOWN = tuple(name for family in _ELEMENTWISE for name in FAMILIES[family].names)
+# relu is clamp_min(self, 0): one tensor operand, unary_op_config. clamp_min itself stays
+# out: its bound is a Scalar argument, not an operand of the iterator.
+_KNOWN = (*(name for family in _ELEMENTWISE for name in FAMILIES[family].names), "relu")
 _OPERATOR = {
     operator.add: "add",
     operator.sub: "sub",
