@@ -448,10 +448,12 @@ def _threshold(shape: np.ndarray, cheap: bool) -> tuple[int, int]:
     ``PARALLEL_MIN_NUMEL``, as for copies; ``PARALLEL_STREAM_MIN_NUMEL`` for a one-dim plan
     (contiguous or evenly strided operands) of a ``cheap`` op -- about one load per input
     and one store per element, no float16/bfloat16 conversion, no division, no complex
-    arithmetic -- which streams from cache at two threads' speed until the operands
-    outgrow it. Measured for a contiguous float32 add: 5.5 us serial, 10.7 us parallel at
-    64K elements; 134 us and 145 us at 1M; 1.78 ms and 0.88 ms at 4M; a float16 division
-    gains from 64K (104 us and 82 us).
+    arithmetic -- whose serial loop streams almost as fast as two threads until the
+    operands outgrow the cache. Measured here (medians, serial / parallel, the machine
+    shared at a load of about 3): contiguous float32 add 33 / 31 us at 256K elements,
+    137 / 83 us at 1M, 0.93 / 0.55 ms at 4M; a float16 division gains from 64K (104 /
+    66 us). A parallel launch that waits for a busy core costs milliseconds, so a cheap op
+    goes parallel only where the gain is large.
     """
     numel = int(np.prod(shape))
     if cheap and shape.shape[0] == 1:
