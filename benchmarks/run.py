@@ -20,6 +20,7 @@ import sys
 
 import cases_copy
 import cases_ops
+import cases_planes
 import cases_process
 import cases_relu
 from harness import MODES, Results
@@ -28,6 +29,7 @@ from report import DOC, ROOT, render, write_doc
 BENCHES = (
     cases_copy.bench_small_ops,
     cases_copy.bench_layouts,
+    cases_planes.bench_tiny_channels,
     cases_copy.bench_contiguous_copy,
     cases_copy.bench_casts,
     cases_copy.bench_broadcast,
