@@ -270,3 +270,19 @@ def test_native_not_fallback() -> None:
     assert same_bits(z.to("mydev").sum(1).cpu(), z.sum(1))
     assert torch_mydev.fallback_stats() == {"aten::sum.dim_IntList": 1}
     torch_mydev.reset_fallback_stats()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["sum.dim_IntList", "sum", "sum.IntList_out", "mean.dim", "mean.out", "amax", "amin.out"],
+)
+def test_opcheck(name) -> None:
+    """``torch.library.opcheck``'s schema, fake-tensor and AOT checks on each overload."""
+    a = torch.randn(3, 4, 5, device="mydev")
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+    args = (a,) if name == "sum" else (a, [0, 2], True)
+    kwargs = {"out": torch.empty(0, device="mydev")} if name.endswith("out") else {}
+    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    result = torch.library.opcheck(op, args, kwargs, test_utils=utils)
+    assert set(result.values()) == {"SUCCESS"}, result

@@ -149,14 +149,18 @@ def combine(acc, v, op):
 @njit(**_JIT, fastmath={"reassoc"})
 def _sum_run(inp, off, n, stride, fmt):
     """Sum of ``n`` elements from ``off`` by ``stride``, reassociated (vectorised) in the
-    wide type: at most ``BLOCK`` of them, so the rounding error stays that of a block."""
+    wide type: at most ``BLOCK`` of them, so the rounding error stays that of a block. The
+    loops index a slice from 0: indices LLVM knows are not negative (no wrap-around select),
+    measured 8x faster than indexing ``inp`` from ``off``."""
     acc = acc_zero(inp)
-    if stride == 1:  # a loop LLVM vectorises
-        for k in range(off, off + n):
-            acc += widen(inp, k, fmt)
+    if stride == 1:
+        seg = inp[off : off + n]
+        for k in range(n):
+            acc += widen(seg, k, fmt)
         return acc
+    strided = inp[off : off + (n - 1) * stride + 1 : stride]
     for k in range(n):
-        acc += widen(inp, off + k * stride, fmt)
+        acc += widen(strided, k, fmt)
     return acc
 
 
@@ -170,8 +174,14 @@ def _run(inp, off, n, stride, fmt, op, acc):
             acc += _sum_run(inp, off + done * stride, step, stride, fmt)
             done += step
         return acc
+    if stride == 1:
+        seg = inp[off : off + n]
+        for k in range(n):
+            acc = combine(acc, widen(seg, k, fmt), op)
+        return acc
+    strided = inp[off : off + (n - 1) * stride + 1 : stride]
     for k in range(n):
-        acc = combine(acc, widen(inp, off + k * stride, fmt), op)
+        acc = combine(acc, widen(strided, k, fmt), op)
     return acc
 
 
@@ -277,7 +287,17 @@ def outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_ou
 
 @njit(**_JIT)
 def _outer_step(acc, inp, off, stride, width, fmt, op):
-    if op <= MEAN:  # SUM or MEAN
+    """Accumulators ``0 .. width`` meet one run of the input (as ``_sum_run``, a slice)."""
+    if stride == 1:
+        seg = inp[off : off + width]
+        if op <= MEAN:
+            for j in range(width):
+                acc[j] += widen(seg, j, fmt)
+        else:
+            for j in range(width):
+                acc[j] = combine(acc[j], widen(seg, j, fmt), op)
+        return
+    if op <= MEAN:
         for j in range(width):
             acc[j] += widen(inp, off + j * stride, fmt)
     else:
@@ -347,15 +367,22 @@ def split_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane,
     size = (nred + a - 1) // a
     partial = acc_array(inp, a)
     for p in prange(a):
-        begin = p * size
-        end = min(begin + size, nred)
-        if begin < end:
-            partial[p] = reduce_span(inp, ibase, rshape, rin, begin, end, fmt_in, op)
+        _split_part(inp, ibase, rshape, rin, p, size, nred, fmt_in, op, partial)
     acc = partial[0]
     for p in range(1, a):
         if p * size < nred:
             acc = combine(acc, partial[p], op)
     _store(out, obase, acc, fmt_out, op, div)
+
+
+@njit(**_JIT)
+def _split_part(inp, base, rshape, rin, p, size, nred, fmt, op, partial):
+    # A call, not the body inlined into the parfor: inlined, the span ran some 60x slower
+    # (numba 0.68; measured 12 ms against 0.2 ms for 4M float32).
+    begin = p * size
+    end = min(begin + size, nred)
+    if begin < end:
+        partial[p] = reduce_span(inp, base, rshape, rin, begin, end, fmt, op)
 
 
 @njit(**_JIT)
