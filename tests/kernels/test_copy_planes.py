@@ -138,6 +138,35 @@ def test_large_images_run_in_parallel(dtype: torch.dtype, c: int) -> None:
             run_case(values, src, dtype, dst, rng)
 
 
+@pytest.mark.parametrize(
+    ("src_dtype", "dst_dtype"),
+    [
+        (torch.float32, torch.float16),
+        (torch.float32, torch.bfloat16),
+        (torch.uint8, torch.float32),
+        (torch.float64, torch.int32),
+        (torch.bool, torch.int64),
+        (torch.complex64, torch.complex128),
+    ],
+)
+@pytest.mark.parametrize("c", [3, 4])
+def test_casts_go_through_planes(src_dtype: torch.dtype, dst_dtype: torch.dtype, c: int) -> None:
+    """``x.to(dtype, memory_format=...)``: the source moves through the planes loop into a
+    dense temporary, then casts contiguously; small (serial) and large (parallel), both ways."""
+    rng = np.random.default_rng(c)
+    for n, h, w in ((1, 5, 7), (2, 130, 130)):
+        values = make_values(src_dtype, dst_dtype, n * c * h * w + 3, rng)
+        for src_rule, dst_rule in ((_nchw, _channels_last), (_channels_last, _nchw)):
+            src = Layout((n, c, h, w), src_rule(c, h, w, (c, h, w)), 3)
+            dst = Layout((n, c, h, w), dst_rule(c, h, w, (c, h, w)), 0)
+            dst_size = torch.empty(0, dtype=dst_dtype).element_size()
+            shape, dst_strides, _ = _plan(dst, src, dst_size)
+            _, _, src_strides = _plan(dst, src, values.element_size())
+            plan = copy_loops.coalesce(shape, dst_strides, src_strides)
+            assert copy_loops.planes_pair(*plan, dst_size, values.element_size()) is not None
+            run_case(values, src, dst_dtype, dst, rng)
+
+
 def _reference(dst, dst_offset, src, src_offset, itemsize, shape, dst_strides, src_strides):
     for index in itertools.product(*(range(n) for n in shape)):
         d = dst_offset + sum(i * s for i, s in zip(index, dst_strides, strict=True))

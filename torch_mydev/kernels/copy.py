@@ -15,8 +15,11 @@ passes byte offsets and byte strides over whole-storage ``uint8`` buffers. This 
    - same memory, same offset, same strides: nothing to move (Copy.cpp's same-data exit);
    - destination contiguous along one dim and source along the other (a transpose), both at
      least ``TILE_MIN_SIDE`` long and ``TILE_MIN_NUMEL`` elements: ``TILE`` x ``TILE`` tiles;
+   - such a transpose with one dim of at most ``PLANES_MAX`` elements and the other of at
+     least ``PLANES_MIN_LONG`` (NCHW <-> channels_last with C <= 8): the planes loop
+     (``_copy_planes``), blocks of the long dim, every position moving all its planes;
    - otherwise the DimCounter loop (``serial_for_each``);
-   - at ``PARALLEL_MIN_NUMEL`` elements or more, the tiled and DimCounter loops run in
+   - at ``PARALLEL_MIN_NUMEL`` elements or more, the planes, tiled and DimCounter loops run in
      parallel (numba ``prange``, ``at::parallel_for``), one slice of the linear range per
      thread; below it the serial loop, because a parallel launch costs more than it saves.
 
@@ -31,8 +34,9 @@ passes byte offsets and byte strides over whole-storage ``uint8`` buffers. This 
    operand pair in the same memory with the same layout is safe. From
    ``PARALLEL_MIN_NUMEL`` elements the chunks are shared among threads (the numba loops
    release the GIL); a contiguous cast from an already canonical source stages nothing and
-   takes one call per thread. A transposed cast first tiles the source into a dense
-   temporary in iteration order, so the cast itself reads contiguously.
+   takes one call per thread. A transposed cast first tiles the source (or, with a tiny
+   dim 0, runs the planes loop) into a dense temporary in iteration order, so the cast
+   itself reads contiguously.
 
 Out-of-range floating values to integers are undefined in C++; ``_convert`` documents the
 deterministic result used here (torch's result on x86). NaN bit patterns follow torch's
@@ -74,6 +78,7 @@ from .copy_loops import (
     dense_strides,
     load_strided,
     parallel_allowed,
+    planes_pair,
     transposed,
     unit_of,
     units_of,
@@ -180,14 +185,22 @@ def _vector_bfloat16_nan(
 def _copy_cast(dst: Operand, src: Operand, shape: tuple[int, ...], vector_nan: bool) -> None:
     """``copy_kernel``'s casting branch: gather, read, write, scatter, chunk by chunk.
 
-    A transposed pair first moves the source through the tiled loop into a contiguous
-    temporary in iteration order, then casts that into the destination: the chunked gather
-    alone would read the source with a large stride.
+    A transposed pair (tiles, or planes with the tiny dim first: NCHW -> channels_last)
+    first moves the source through the tiled or planes loop into a contiguous temporary in
+    iteration order, then casts that into the destination: the chunked gather alone would
+    read the source with a large stride, or in runs of a few elements.
     """
     loops = load_strided()
     numel = math.prod(shape)
     src_itemsize = layout_of(src.dtype).itemsize
-    pair = transposed(shape, dst.strides, src.strides, layout_of(dst.dtype).itemsize, src_itemsize)
+    dst_itemsize = layout_of(dst.dtype).itemsize
+    pair = transposed(shape, dst.strides, src.strides, dst_itemsize, src_itemsize)
+    if pair is None:
+        tiny = planes_pair(shape, dst.strides, src.strides, dst_itemsize, src_itemsize)
+        # Only when the tiny dim is dim 0: the gather below runs along dim 0, a few elements
+        # at a time there; with the long dim first it reads long runs and a temporary is
+        # one more pass (channels_last -> NCHW casts ran 3x slower through it).
+        pair = tiny if tiny is not None and tiny[0] == 0 else None
     if pair is not None:
         packed = dense_strides(shape, src_itemsize)
         temporary = Operand(np.empty(numel * src_itemsize, np.uint8), 0, src.dtype, packed)

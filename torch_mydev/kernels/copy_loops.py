@@ -202,21 +202,23 @@ def planes_pair(
     dst_strides: tuple[int, ...],
     src_strides: tuple[int, ...],
     itemsize: int,
+    src_itemsize: int | None = None,
 ) -> tuple[int, int] | None:
     """Dims ``(tiny, long)`` of a transpose with one dim of at most ``PLANES_MAX`` elements.
 
     One operand is contiguous along dim 0 and the other along dim 1 (as for ``transposed``,
     without its minimum sizes): the tiny dim is the one of at most ``PLANES_MAX`` elements,
     the other must have at least ``PLANES_MIN_LONG``. Strides in bytes or in units, with
-    ``itemsize`` in the same measure.
+    ``itemsize`` (``src_itemsize`` for a cast's source) in the same measure.
     """
+    src_itemsize = itemsize if src_itemsize is None else src_itemsize
     if len(shape) < 2:
         return None
     for a, b in ((0, 1), (1, 0)):
         if (
             dst_strides[a] == itemsize
-            and src_strides[b] == itemsize
-            and src_strides[a] != itemsize
+            and src_strides[b] == src_itemsize
+            and src_strides[a] != src_itemsize
             and dst_strides[b] != itemsize
         ):
             for tiny, long in ((a, b), (b, a)):
