@@ -24,7 +24,7 @@ from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels import copy_loops
 
 from .strategies import dtypes
-from .truth import Layout, copy_bytes, iteration_order, make_values, run_case
+from .truth import DTYPES, Layout, copy_bytes, iteration_order, make_values, run_case
 
 CL = torch.channels_last
 
@@ -85,6 +85,22 @@ def test_image_layouts_both_ways(data: st.DataObject) -> None:
     if not sliced and 2 <= c <= 8 and n >= 1 and h * w >= 16:
         assert kcopy.plan_path(itemsize, *_plan(dst, src, itemsize)).startswith("planes")
     run_case(values, src, dtype, dst, rng)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_both_ways(dtype: torch.dtype) -> None:
+    """Each dtype through the dense (2, 3, 4 channels) and general (5, 8) bodies, both ways,
+    from an offset source into an offset destination."""
+    rng = np.random.default_rng(3)
+    for c in (2, 3, 4, 5, 8):
+        n, h, w = 2, 5, 7
+        values = make_values(dtype, dtype, n * c * h * w + 2, rng)
+        for src_rule, dst_rule in ((_nchw, _channels_last), (_channels_last, _nchw)):
+            src = Layout((n, c, h, w), src_rule(c, h, w, (c, h, w)), 2)
+            dst = Layout((n, c, h, w), dst_rule(c, h, w, (c, h, w)), 1)
+            size = values.element_size()
+            assert kcopy.plan_path(size, *_plan(dst, src, size)) == "planes"
+            run_case(values, src, dtype, dst, rng)
 
 
 def _image_plan(n: int, c: int, hw: int, to_channels_last: bool, itemsize: int):
