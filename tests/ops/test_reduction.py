@@ -286,3 +286,21 @@ def test_opcheck(name) -> None:
     utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
     result = torch.library.opcheck(op, args, kwargs, test_utils=utils)
     assert set(result.values()) == {"SUCCESS"}, result
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(5, 7), (64, 3000)])
+def test_extremes_with_nan_inf_and_signed_zeros(dtype, shape) -> None:
+    """amax/amin propagate NaN, order infinities and both zeros as CPU (contiguous runs are
+    compared as ordered integers; strided ones by value)."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    x[1, 2] = float("nan")
+    x[2] = float("inf")
+    x[3] = -0.0
+    x[4, ::2] = float("-inf")
+    d = x.to("mydev")
+    for op in ("amax", "amin"):
+        for t, c in ((d, x), (d.t(), x.t())):
+            for dims in ((1,), (0,), ()):
+                _assert_same(op, getattr(torch, op)(c, dims), getattr(torch, op)(t, dims))
