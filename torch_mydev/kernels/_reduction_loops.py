@@ -3,12 +3,13 @@
 A reduction plan is split by the caller into *kept* dims (the output moves along them) and
 *reduced* dims (the output's stride is 0), both fastest first, strides in lanes. Values are
 widened on load (``widen``): int64 for bool and the integer lanes (a sum wraps as the
-result's integer type does once stored), float64 for every float lane (float16/bfloat16 bit
-patterns are decoded exactly first). Sums accumulate in float64, in blocks of ``BLOCK``
-elements whose partial sums are added in order; max/min compare the widened values (exact)
-and propagate NaN as ATen's ``max_propagate_nan`` does. ``put`` rounds once to the result:
-float32 (a mean divides there, in float32, as CPU's ``sum_out(...).div_(n)`` does), float64,
-float16/bfloat16 through float32, integers by wrapping.
+result's integer type does once stored; a bool byte other than 0 reads as 1, as CPU loads
+it), float64 for every float lane (float16/bfloat16 bit patterns are decoded exactly
+first). Sums accumulate in float64, in blocks of ``BLOCK`` elements whose partial sums are
+added in order; max/min compare the widened values (exact) and propagate NaN as ATen's
+``max_propagate_nan`` does. ``put`` rounds once to the result: float32 (a mean divides
+there, in float32, as CPU's ``sum_out(...).div_(n)`` does), float64, float16/bfloat16
+through float32, integers by wrapping.
 
 Walks, picked by the caller: ``inner`` (each output reduces its own span), ``outer`` (the
 fastest kept dim is the input's fastest: a row of accumulators advances together, contiguous
@@ -31,7 +32,7 @@ from ._elementwise_loops import (
     half_to_float,
 )
 from ._strided import _pointer
-from .dtypes import HALF
+from .dtypes import BOOL, HALF
 
 SUM = 0
 MEAN = 1
@@ -64,6 +65,14 @@ def _widen(arr, i, fmt):
         return reduced
     if isinstance(dtype, types.Float):
         return lambda arr, i, fmt: np.float64(arr[i])
+    if dtype == types.uint8:  # bool lanes: any nonzero byte is true, as CPU loads it
+
+        def byte(arr, i, fmt):
+            if fmt == BOOL:
+                return np.int64(arr[i] != 0)
+            return np.int64(arr[i])
+
+        return byte
     return lambda arr, i, fmt: np.int64(arr[i])
 
 
@@ -231,14 +240,14 @@ def _extreme_run(seg, op, fmt):
     if isinstance(seg.dtype, types.Integer) and seg.dtype != types.uint16:
 
         def integer(seg, op, fmt):
-            best = np.int64(seg[0])
+            best = widen(seg, 0, fmt)
             if op == MAX:
                 for k in range(seg.shape[0]):
-                    v = np.int64(seg[k])
+                    v = widen(seg, k, fmt)
                     best = v if v > best else best
             else:
                 for k in range(seg.shape[0]):
-                    v = np.int64(seg[k])
+                    v = widen(seg, k, fmt)
                     best = v if v < best else best
             return best
 
