@@ -111,13 +111,17 @@ def _ceil_log2(x):
 
 
 @njit(**_JIT)
-def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, fmt, token):
+def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, fmt, acc):
     """``multi_row_sum<acc, nrows>``: ``nrows`` columns summed over ``size`` rows in four
-    cascade levels; returns ``[nrows, lanes]`` accumulators."""
+    cascade levels, in the scratch ``acc`` (``[4, >= nrows, >= lanes]``, of the accumulator
+    type); returns its ``[nrows, lanes]`` result, a view valid until the next call."""
     level_power = max(4, _ceil_log2(size) // 4)
     level_step = 1 << level_power
     level_mask = level_step - 1
-    acc = np.zeros((4, nrows, lanes), dtype=token.dtype)
+    for j in range(4):
+        for k in range(nrows):
+            for lane in range(lanes):
+                acc[j, k, lane] = 0
     i = 0
     while i + level_step <= size:
         for _ in range(level_step):
@@ -141,15 +145,15 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
         for k in range(nrows):
             for lane in range(lanes):
                 acc[0, k, lane] += acc[j, k, lane]
-    return acc[0]
+    return acc[0, :nrows, :lanes]
 
 
 @njit(**_JIT)
-def row_sum(inp, base, stride, size, lanes, mode, fmt, token):
+def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
     """``row_sum``: four interleaved ``multi_row_sum`` columns, the tail into the first,
-    then the four added in order; returns ``lanes`` accumulators."""
+    then the four added in order; returns ``lanes`` accumulators (a view into ``acc``)."""
     size_ilp = size // 4
-    partial = multi_row_sum(inp, base, stride * 4, stride, size_ilp, 4, lanes, mode, fmt, token)
+    partial = multi_row_sum(inp, base, stride * 4, stride, size_ilp, 4, lanes, mode, fmt, acc)
     for i in range(size_ilp * 4, size):
         _vadd(partial[0], inp, base + i * stride, lanes, mode, fmt)
     for k in range(1, 4):
@@ -160,8 +164,9 @@ def row_sum(inp, base, stride, size, lanes, mode, fmt, token):
 
 @njit(**_JIT)
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
-           token):  # fmt: skip
-    """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements)."""
+           acc, zero):  # fmt: skip
+    """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements);
+    ``acc`` is the sums' scratch, ``zero`` the accumulator type's 0."""
     if os0 != 0 and os1 == 0:  # move the reduction to be the first dim
         os0, os1 = os1, os0
         is0, is1 = is1, is0
@@ -177,8 +182,8 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
         vec_size = size0 // vec
         for j in range(size1):
             row = ibase + j * is1
-            partial = row_sum(inp, row, vec, vec_size, lanes, mode, fmt, token)
-            final = token[0]  # 0 of the accumulator's type
+            partial = row_sum(inp, row, vec, vec_size, lanes, mode, fmt, acc)
+            final = zero
             for k in range(vec_size * vec, size0):
                 final += load(inp, row + k, fmt)
             for lane in range(lanes):
@@ -187,33 +192,33 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
     elif is1 == 1 and size1 >= vec:  # contiguous outer reduction
         j = 0
         while j + 4 * lanes <= size1:
-            sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, token)
+            sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, acc)
             for k in range(4):
                 for lane in range(lanes):
                     add_store(out, obase + (j + k * lanes + lane) * os1, sums[k, lane], fmt)
             j += 4 * lanes
         while j + lanes <= size1:
-            sums1 = row_sum(inp, ibase + j, is0, size0, lanes, PLAIN, fmt, token)
+            sums1 = row_sum(inp, ibase + j, is0, size0, lanes, PLAIN, fmt, acc)
             for lane in range(lanes):
                 add_store(out, obase + (j + lane) * os1, sums1[lane], fmt)
             j += lanes
         while j < size1:
-            ans = row_sum(inp, ibase + j, is0, size0, 1, SCALAR, fmt, token)
+            ans = row_sum(inp, ibase + j, is0, size0, 1, SCALAR, fmt, acc)
             add_store(out, obase + j * os1, ans[0], fmt)
             j += 1
     elif is0 < is1:  # scalar inner reduction
         for j in range(size1):
-            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, token)
+            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, acc)
             add_store(out, obase + j * os1, ans[0], fmt)
     else:  # scalar outer reduction
         j = 0
         while j + 3 < size1:
-            sums = multi_row_sum(inp, ibase + j * is1, is0, is1, size0, 4, 1, SCALAR, fmt, token)
+            sums = multi_row_sum(inp, ibase + j * is1, is0, is1, size0, 4, 1, SCALAR, fmt, acc)
             for k in range(4):
                 add_store(out, obase + (j + k) * os1, sums[k, 0], fmt)
             j += 4
         while j < size1:
-            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, token)
+            ans = row_sum(inp, ibase + j * is1, is0, size0, 1, SCALAR, fmt, acc)
             add_store(out, obase + j * os1, ans[0], fmt)
             j += 1
 
@@ -279,6 +284,7 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     _walk_outputs(out, shape, ostrides, fmt, divisor, True)
+    acc = np.zeros((4, 4, lanes), dtype=token.dtype)  # the sums' scratch, made once
     ndim = shape.shape[0]
     size0 = shape[0]
     os0, is0 = ostrides[0], istrides[0]
@@ -296,7 +302,7 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
             obase += idx[d] * ostrides[d]
             ibase += idx[d] * istrides[d]
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
-               token)  # fmt: skip
+               acc, token[0])  # fmt: skip
         d = 2
         while d < ndim:
             idx[d] += 1
