@@ -118,6 +118,18 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
     level_power = max(4, _ceil_log2(size) // 4)
     level_step = 1 << level_power
     level_mask = level_step - 1
+    if size < level_step:  # a short row: levels 1-3 stay 0, adding them is adding +0 once
+        for k in range(nrows):
+            for lane in range(lanes):
+                acc[0, k, lane] = 0
+        for i in range(size):
+            row = base + i * row_stride
+            for k in range(nrows):
+                _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+        for k in range(nrows):
+            for lane in range(lanes):
+                acc[0, k, lane] += 0  # -0.0 becomes +0.0 there as well
+        return acc[0, :nrows, :lanes]
     for j in range(4):
         for k in range(nrows):
             for lane in range(lanes):
