@@ -13,7 +13,9 @@ Each op follows its structured ATen kernel (``native/ReduceOps.cpp``):
    wider float, int to int: a sum wraps the same either way), so only the other casts
    (int to float, float to int, a narrower float) make a temporary through ``_to_copy``;
 4. ``build_reduction`` (``TensorIterator::reduce_op``) and one loop of
-   ``torch_mydev.kernels.reduction``. An empty reduction fills the result as CPU does:
+   ``torch_mydev.kernels.reduction``. A functional call whose kernel ran straight on the
+   input is remembered by its signature (``reduction_entries``): its repeat allocates the
+   result and runs that kernel. An empty reduction fills the result as CPU does:
    ``sum`` zeros (``result.zero_()``), ``mean`` 0/0 = NaN.
 
 What stays on CPU, through the fallback (``fallback.run_on_cpu``, counted in
@@ -26,12 +28,15 @@ reduction is computed into a temporary and copied (CPU reads what it already wro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
 
 from torch_mydev.kernels import reduction as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev.ops import reduction_entries as entries
 from torch_mydev.ops.buffers import byte_offset
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import shares_storage
@@ -73,10 +78,15 @@ def sum(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """aten::sum.dim_IntList / sum.IntList_out."""
+    key = None
+    if out is None:
+        result, key = entries.lookup("sum", self, dim, keepdim, dtype)
+        if result is not None:
+            return result
     result_dtype = sum_dtype(self.dtype, dtype, None if out is None else out.dtype)
     overload = torch.ops.aten.sum.dim_IntList if out is None else torch.ops.aten.sum.IntList_out
     call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
-    return _reduce("sum", self, dim, keepdim, result_dtype, out, call)
+    return _reduce("sum", self, dim, keepdim, result_dtype, out, call, key)
 
 
 def sum_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -93,10 +103,15 @@ def mean(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """aten::mean.dim / mean.out: ``sum`` over the dims divided by their element count."""
+    key = None
+    if out is None:
+        result, key = entries.lookup("mean", self, dim, keepdim, dtype)
+        if result is not None:
+            return result
     result_dtype = mean_dtype(self.dtype, dtype, None if out is None else out.dtype)
     overload = torch.ops.aten.mean.dim if out is None else torch.ops.aten.mean.out
     call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
-    return _reduce("mean", self, dim, keepdim, result_dtype, out, call)
+    return _reduce("mean", self, dim, keepdim, result_dtype, out, call, key)
 
 
 def mean_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -129,6 +144,11 @@ def _extreme(
     name: str, self: torch.Tensor, dim: Dims, keepdim: bool, out: torch.Tensor | None
 ) -> torch.Tensor:
     """amax/amin's meta: out's dtype must be self's, an empty input needs non-empty dims."""
+    key = None
+    if out is None:
+        result, key = entries.lookup(name, self, dim, keepdim, None)
+        if result is not None:
+            return result
     if out is not None and out.dtype != self.dtype:
         raise RuntimeError(
             "Expected the dtype for input and out to match, but got "
@@ -139,7 +159,7 @@ def _extreme(
     packet = getattr(torch.ops.aten, name)
     overload = packet.default if out is None else packet.out
     call = (overload, (self, dim, keepdim), _out(out))
-    return _reduce(name, self, dim, keepdim, self.dtype, out, call)
+    return _reduce(name, self, dim, keepdim, self.dtype, out, call, key)
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -156,7 +176,10 @@ def _reduce(
     result_dtype: torch.dtype,
     out: torch.Tensor | None,
     call: tuple,
+    key: tuple | None = None,
 ) -> torch.Tensor:
+    """The whole path of one call; a functional call with an entry ``key`` (from
+    ``reduction_entries.lookup``) whose kernel ran straight on ``self`` is recorded."""
     sizes = tuple(self.shape)
     mask = dim_mask(dim, len(sizes))
     shape = reduction_shape(sizes, mask, keepdim)
@@ -185,15 +208,19 @@ def _reduce(
     count = reduced_count(sizes, mask)
     if op in ("sum", "mean") and kernels.exact_float_sum(in_dtype, layout.numel(sizes)):
         # CPU's steps, in its order: an out= aliasing self is zeroed before it is read
-        _exact_sum(op, self, result, in_dtype, mask, keepdim, count)
+        run = _exact_sum(op, self, result, in_dtype, mask, keepdim, count)
+        if key is not None and run is not None:
+            entries.record(key, result, run)
         return result
     written = result
     if out is not None and shares_storage(out, self):  # a temporary: no order to follow
         written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
     source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
-    _run(op, source, written, mask, keepdim, count)
+    prepared = _run(op, source, written, mask, keepdim, count)
     if written is not result:
         copy_(result, written)
+    elif key is not None and source is self:
+        entries.record(key, result, partial(_reduction_run, prepared))
     return result
 
 
@@ -205,16 +232,22 @@ def _exact_sum(
     mask: tuple[bool, ...],
     keepdim: bool,
     count: int,
-) -> None:
+) -> Callable[[int, int, int], None] | None:
     """CPU's serial float ``mean_out`` / ``sum_out`` step by step: a float32 result for a
     float16/bfloat16 mean (``result.to(float)``), the sum, ``div_(count)`` for a mean, then
-    the cast into the result."""
+    the cast into the result. Returns what a repeat may run (``reduction_entries``) when
+    the replica ran straight from ``self`` into ``result``, else None."""
     total = result if result.dtype == in_dtype else result.to(in_dtype)
-    divided = _cascade_sum(self, total, in_dtype, mask, keepdim, count if op == "mean" else 0)
-    if op == "mean" and not divided:
+    divisor = count if op == "mean" else 0
+    prepared = _cascade_sum(self, total, in_dtype, mask, keepdim, divisor)
+    if op == "mean" and prepared is None:
         total.div_(count)
     if total is not result:
         copy_(result, total)
+        return None
+    if prepared is None or self.dtype != in_dtype:
+        return None
+    return partial(_cascade_run, prepared, divisor)
 
 
 def _cascade_sum(
@@ -224,10 +257,11 @@ def _cascade_sum(
     mask: tuple[bool, ...],
     keepdim: bool,
     divisor: int = 0,
-) -> bool:
+) -> kernels.PreparedCascade | None:
     """``sum_out`` on CPU: reduce ``self.to(dtype)``, or through a float32 buffer
     (``uses_acc_buffer``), into ``total`` with the cascade replica (which zero-fills it
-    first). Returns whether it also divided by ``divisor`` (a mean, when ``divisor`` > 0)."""
+    first, and divides by ``divisor`` when it is above 0). Returns the replica's set-up, or
+    None when the sum went through the buffer (nothing divided then)."""
     source = self if self.dtype == dtype else self.to(dtype)
     key = ("cascade", tuple(source.shape), source.stride(), dtype, total.stride(), mask)
     key += (keepdim,)
@@ -241,9 +275,23 @@ def _cascade_sum(
         buffer = allocate(shape, layout.contiguous_strides(shape), torch.float32, total.device)
         _cascade_sum(self, buffer, torch.float32, mask, keepdim)
         copy_(total, buffer)
-        return False
+        return None
     kernels.run_cascade(prepared, _operand(total), _operand(source), divisor)
-    return divisor > 0
+    return prepared
+
+
+def _cascade_run(
+    prepared: kernels.PreparedCascade, divisor: int, out: int, inp: int, available: int
+) -> None:
+    """A recorded exact sum: the new result at ``out`` fits the plan exactly."""
+    out_buffer = kernels.Buffer(out, prepared.extents[0])
+    kernels.run_cascade(prepared, out_buffer, kernels.Buffer(inp, available), divisor)
+
+
+def _reduction_run(prepared: kernels.PreparedReduction, out: int, inp: int, available: int) -> None:
+    """A recorded reduction (``kernels.run``)."""
+    out_buffer = kernels.Buffer(out, prepared.extents[0])
+    kernels.run(prepared, out_buffer, kernels.Buffer(inp, available))
 
 
 def _operand(t: torch.Tensor) -> kernels.Buffer:
@@ -314,7 +362,7 @@ def _run(
     mask: tuple[bool, ...],
     keepdim: bool,
     count: int,
-) -> None:
+) -> kernels.PreparedReduction:
     """Plan (cached per layout) and run the kernel of ``op`` into ``result``."""
     key = (
         op,
@@ -332,6 +380,7 @@ def _run(
         prepared = kernels.prepare(op, plan, result.dtype, source.dtype, count)
         _prepared.put(key, prepared)
     kernels.run(prepared, _operand(result), _operand(source))
+    return prepared
 
 
 # The overloads registered for PrivateUse1 (``ops/registry.py``).
