@@ -52,6 +52,7 @@ from torch_mydev_rules.iterator.reduction import (
     mean_dtype,
     reduced_count,
     reduction_shape,
+    scalar_type_name,
     sum_dtype,
     uses_acc_buffer,
     viewed_strides,
@@ -152,7 +153,8 @@ def _extreme(
     if out is not None and out.dtype != self.dtype:
         raise RuntimeError(
             "Expected the dtype for input and out to match, but got "
-            f"{_name(self.dtype)} for input's dtype and {_name(out.dtype)} for out's dtype."
+            f"{scalar_type_name(self.dtype)} for input's dtype and "
+            f"{scalar_type_name(out.dtype)} for out's dtype."
         )
     if self.dtype in _NATIVE:  # complex: CPU's kernel raises its own error first
         amax_checks(name, tuple(self.shape), dim)
@@ -160,12 +162,6 @@ def _extreme(
     overload = packet.default if out is None else packet.out
     call = (overload, (self, dim, keepdim), _out(out))
     return _reduce(name, self, dim, keepdim, self.dtype, out, call, key)
-
-
-def _name(dtype: torch.dtype) -> str:
-    from torch_mydev_rules.iterator.reduction import _scalar_name
-
-    return _scalar_name(dtype)
 
 
 def _reduce(

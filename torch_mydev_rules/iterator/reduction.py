@@ -41,6 +41,7 @@ __all__ = [
     "mean_dtype",
     "reduced_count",
     "reduction_shape",
+    "scalar_type_name",
     "sum_dtype",
     "uses_acc_buffer",
     "viewed_strides",
@@ -128,7 +129,7 @@ def mean_dtype(
         raise RuntimeError(
             "mean(): could not infer output dtype. "
             f"{what} dtype must be either a floating point or complex dtype. "
-            f"Got: {_scalar_name(name)}"
+            f"Got: {scalar_type_name(name)}"
         )
     return sum_dtype(self_dtype, dtype, out_dtype)
 
@@ -138,11 +139,12 @@ def check_mean_result(dtype: torch.dtype) -> None:
     ``div_`` (true division) raises this ``RuntimeError`` (after the dims were checked)."""
     if not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(
-            f"result type Float can't be cast to the desired output type {_scalar_name(dtype)}"
+            f"result type Float can't be cast to the desired output type {scalar_type_name(dtype)}"
         )
 
 
-def _scalar_name(dtype: torch.dtype) -> str:
+def scalar_type_name(dtype: torch.dtype) -> str:
+    """The name ATen's messages give a dtype (``toString(ScalarType)``: ``Float``, ``Long``)."""
     names = {
         torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short",
         torch.int32: "Int", torch.int64: "Long", torch.float16: "Half",
