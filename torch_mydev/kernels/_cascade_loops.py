@@ -81,21 +81,21 @@ def _add_store(arr, i, value, fmt):
     return plain
 
 
-@njit(**_JIT)
-def _vadd(acc, inp, off, lanes, mode, fmt):
-    """``acc[0:lanes] +=`` one (vector) load at element ``off``."""
+@njit(**_JIT, inline="always")
+def _vadd(acc, k, inp, off, lanes, mode, fmt):
+    """``acc[0, k, 0:lanes] +=`` one (vector) load at element ``off``."""
     if mode == SCALAR:
-        acc[0] += load(inp, off, fmt)
+        acc[0, k, 0] += load(inp, off, fmt)
     elif mode == PLAIN:
         for lane in range(lanes):
-            acc[lane] += load(inp, off + lane, fmt)
+            acc[0, k, lane] += load(inp, off + lane, fmt)
     elif mode == PAIR:
         for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
             first = np.float32(0.0) + load(inp, off + 2 * lane, fmt)
-            acc[lane] += first + load(inp, off + 2 * lane + 1, fmt)
+            acc[0, k, lane] += first + load(inp, off + 2 * lane + 1, fmt)
     else:
         for lane in range(lanes):
-            acc[lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
+            acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
 
 
 @njit(**_JIT)
@@ -125,7 +125,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
         for i in range(size):
             row = base + i * row_stride
             for k in range(nrows):
-                _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+                _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
         for k in range(nrows):
             for lane in range(lanes):
                 acc[0, k, lane] += 0  # -0.0 becomes +0.0 there as well
@@ -139,7 +139,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
         for _ in range(level_step):
             row = base + i * row_stride
             for k in range(nrows):
-                _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+                _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
             i += 1
         for j in range(1, 4):
             for k in range(nrows):
@@ -151,7 +151,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
     while i < size:
         row = base + i * row_stride
         for k in range(nrows):
-            _vadd(acc[0, k], inp, row + k * col_stride, lanes, mode, fmt)
+            _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
         i += 1
     for j in range(1, 4):
         for k in range(nrows):
@@ -167,7 +167,7 @@ def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
     size_ilp = size // 4
     partial = multi_row_sum(inp, base, stride * 4, stride, size_ilp, 4, lanes, mode, fmt, acc)
     for i in range(size_ilp * 4, size):
-        _vadd(partial[0], inp, base + i * stride, lanes, mode, fmt)
+        _vadd(acc, 0, inp, base + i * stride, lanes, mode, fmt)
     for k in range(1, 4):
         for lane in range(lanes):
             partial[0, lane] += partial[k, lane]
