@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 import torch
-from harness import Mode, Results, try_pair
-
-
-def _path(op: str) -> str:
-    """``native`` when mydev registers ``op`` itself, else ``CPU fallback``."""
-    if torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", "PrivateUse1"):
-        return "native"
-    return "CPU fallback"
-
+from harness import Mode, Results, native_path, try_pair
 
 _CASES = (
     ("sum(1)", "sum.dim_IntList", lambda t: t.sum(1)),
@@ -32,10 +24,10 @@ def bench_reductions(mode: Mode, out: Results) -> None:
             try_pair(
                 mode,
                 out,
-                case,
+                f"reduction: {case}",
                 f"{rows}x{cols}",
                 lambda d=dx, f=fn: f(d),
                 lambda c=x, f=fn: f(c),
-                lambda op=op: _path(op),
+                lambda op=op: native_path(op),
             )
         del dx

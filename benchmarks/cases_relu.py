@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 import torch
-from harness import Mode, Results, nchw, try_pair
-
-
-def _path(op: str) -> str:
-    """``native`` when mydev registers ``op`` itself, else ``CPU fallback``."""
-    if torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", "PrivateUse1"):
-        return "native"
-    return "CPU fallback"
+from harness import Mode, Results, native_path, nchw, try_pair
 
 
 def bench_relu(mode: Mode, out: Results) -> None:
@@ -26,7 +19,7 @@ def bench_relu(mode: Mode, out: Results) -> None:
             label,
             lambda d=dx: torch.relu(d),
             lambda c=x: torch.relu(c),
-            lambda: _path("relu"),
+            lambda: native_path("relu"),
         )
         del dx
     big = next(k for k, v in mode.sizes.items() if v == mode.big)
@@ -41,6 +34,6 @@ def bench_relu(mode: Mode, out: Results) -> None:
         big,
         lambda a=dg, b=ds: backward(a, b, 0),
         lambda a=g, b=s: backward(a, b, 0),
-        lambda: _path("threshold_backward"),
+        lambda: native_path("threshold_backward"),
     )
     del dg, ds

@@ -131,11 +131,17 @@ def copy_path(report: torch_mydev.Report, itemsize: int) -> str:
     return kernel_copy.plan_path(itemsize, report.coalesced_shape, dst, src)
 
 
-def add_path() -> str:
-    """``native`` when mydev registers ``add.Tensor`` itself, else whatever runs it."""
-    if torch._C._dispatch_has_kernel_for_dispatch_key("aten::add.Tensor", "PrivateUse1"):
+def native_path(op: str) -> str:
+    """``native`` when mydev registers the overload ``op`` (``"add.Tensor"``) itself, else
+    ``CPU fallback``."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", "PrivateUse1"):
         return "native"
     return "CPU fallback"
+
+
+def add_path() -> str:
+    """``native_path`` of ``add.Tensor``."""
+    return native_path("add.Tensor")
 
 
 def nchw(n: int) -> tuple[int, int, int, int]:

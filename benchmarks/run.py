@@ -22,6 +22,7 @@ import cases_copy
 import cases_ops
 import cases_planes
 import cases_process
+import cases_reduction
 import cases_relu
 from harness import MODES, Results
 from report import DOC, ROOT, render, write_doc
@@ -37,6 +38,7 @@ BENCHES = (
     cases_ops.bench_fallback,
     cases_ops.bench_eager_chains,
     cases_relu.bench_relu,
+    cases_reduction.bench_reductions,
     cases_copy.bench_clone_memory,
     cases_copy.bench_floors,
     cases_copy.bench_thp_reference,

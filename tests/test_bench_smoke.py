@@ -34,6 +34,8 @@ def test_bench_smoke_prints_the_tables():
         "eager (a*2+b).relu().sum(1)",
         "relu",
         "threshold_backward (relu's grad), channels_last",
+        "reduction: sum(1)",
+        "reduction: amax(1)",
         "cold start (subprocess)",
     ):
         assert f"| {case}" in text, case

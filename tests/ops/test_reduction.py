@@ -181,6 +181,30 @@ def test_large_within_bound(shape, dims, dtype) -> None:
         assert ((got.double() - expected.double()).abs() <= bound * magnitude + 1e-30).all(), op
 
 
+# Row lengths around the cascade's boundaries: shorter than one vector, a partial group of
+# four vectors, exactly one level step (16 groups of 4 vectors: 512 float32, 256 float64
+# elements), one past it, and several level steps with tails.
+ROW_LENGTHS = (1, 7, 8, 9, 31, 32, 33, 255, 256, 257, 511, 512, 513, 1000, 4096, 4099, 8200)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+def test_contiguous_rows_bit_exact(dtype) -> None:
+    """Sums and means of contiguous rows (the flat-lane path of the cascade replica) equal
+    CPU's bits at every row length around the cascade's level boundaries, with values
+    spread over many magnitudes and signed zeros."""
+    g = torch.Generator().manual_seed(5)
+    for n in ROW_LENGTHS:
+        rows = max(1, min(64, 30000 // n))
+        x = torch.randn(rows, n, generator=g, dtype=dtype)
+        x = x * torch.rand(rows, n, generator=g, dtype=dtype).pow(8) * 1e4
+        x[rows // 2] = -0.0
+        d = x.to("mydev")
+        for op in ("sum", "mean"):
+            expected = getattr(torch, op)(x, 1)
+            assert same_bits(getattr(torch, op)(d, 1).cpu(), expected), (op, n)
+            assert same_bits(getattr(torch, op)(d, 1).cpu(), expected), (op, n)  # the entry
+
+
 def test_channels_last_keepdim_gives_contiguous() -> None:
     x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
     d = x.to("mydev")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, types
+from numba import njit, types, uint64
 from numba.extending import overload
 
 from ._elementwise_loops import (
@@ -175,6 +175,69 @@ def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
 
 
 @njit(**_JIT)
+def _plain_row_sum(inp, row, size0, vec, flat, zero):
+    """``vectorized_inner_sum`` of one contiguous row whose vectors hold one element a lane
+    (float32, float64): ``row_sum`` over ``size0 // vec`` vectors plus the scalar tail, as
+    ``loop2d``'s general case computes it. The lanes ``k`` (of ``ilp_factor`` 4) and
+    ``lane`` are one index ``k * vec + lane`` here, so each step adds ``4 * vec``
+    consecutive elements into as many consecutive accumulators: a loop LLVM vectorises.
+    ``flat`` is the scratch as one dim: cascade level ``j`` at ``j * 4 * vec``."""
+    width = 4 * vec
+    vec_size = size0 // vec
+    size = vec_size // 4  # multi_row_sum's rows of 4 vectors
+    level_power = max(4, _ceil_log2(size) // 4)
+    level_step = 1 << level_power
+    level_mask = level_step - 1
+    i = 0
+    if size < level_step:  # levels 1-3 stay 0: adding them is adding +0 once
+        for m in range(width):
+            flat[m] = 0
+        while i < size:
+            _add_run(flat, 0, inp, row + i * width, width)
+            i += 1
+        for m in range(width):
+            flat[m] += 0  # -0.0 becomes +0.0 there as well
+    else:
+        for m in range(4 * width):
+            flat[m] = 0
+        while i + level_step <= size:
+            for _ in range(level_step):
+                _add_run(flat, 0, inp, row + i * width, width)
+                i += 1
+            for j in range(1, 4):
+                for m in range(width):
+                    flat[j * width + m] += flat[(j - 1) * width + m]
+                    flat[(j - 1) * width + m] = 0
+                if (i & (level_mask << (j * level_power))) != 0:
+                    break
+        while i < size:
+            _add_run(flat, 0, inp, row + i * width, width)
+            i += 1
+        for j in range(1, 4):
+            for m in range(width):
+                flat[m] += flat[j * width + m]
+    for i in range(size * 4, vec_size):  # row_sum's tail vectors, into column 0
+        _add_run(flat, 0, inp, row + i * vec, vec)
+    for k in range(1, 4):
+        for lane in range(vec):
+            flat[lane] += flat[k * vec + lane]
+    final = zero
+    for k in range(vec_size * vec, size0):
+        final += inp[uint64(row + k)]
+    for lane in range(vec):
+        final += flat[lane]
+    return final
+
+
+@njit(**_JIT, inline="always")
+def _add_run(acc, at, inp, start, count):
+    """``acc[at + m] += inp[start + m]`` for ``m < count`` (indices never negative)."""
+    base = uint64(start)
+    for m in range(count):
+        acc[at + m] += inp[base + uint64(m)]
+
+
+@njit(**_JIT)
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
            acc, zero):  # fmt: skip
     """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements);
@@ -190,7 +253,12 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
                     out, obase + i * os0 + j * os1, load(inp, ibase + i * is0 + j * is1, fmt), fmt
                 )
         return
-    if is0 == 1 and size0 >= vec:  # contiguous inner reduction
+    if is0 == 1 and size0 >= vec and mode == PLAIN and lanes == vec:
+        flat = acc.reshape(acc.size)
+        for j in range(size1):  # contiguous inner reduction, one element a lane
+            row = ibase + j * is1
+            add_store(out, obase + j * os1, _plain_row_sum(inp, row, size0, vec, flat, zero), fmt)
+    elif is0 == 1 and size0 >= vec:  # contiguous inner reduction
         vec_size = size0 // vec
         for j in range(size1):
             row = ibase + j * is1
