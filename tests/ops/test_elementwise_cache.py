@@ -114,3 +114,19 @@ def test_a_number_is_part_of_the_signature():
     for value in (0.0, -0.0, 2, 2.0, True, float("nan"), 0.0, -0.0, 2, 2.0, True):
         for op in (torch.add, torch.mul, torch.div):
             assert same_bits(op(a, value).cpu(), op(cpu, value)), (op, value)
+
+
+@pytest.mark.parametrize("index", [1, 0])
+def test_entry_output_on_the_operands_device(index, monkeypatch) -> None:
+    """An entry's new output goes to the device its signature was made on (the key holds
+    the device): repeated calls on mydev:1 stay on mydev:1, and on mydev:0 on mydev:0."""
+    device = torch.device("mydev", index)
+    a = torch.arange(6.0).reshape(2, 3).to(device)
+    b = torch.full((2, 3), 2.0).to(device)
+    calls = (lambda: a + b, lambda: a * 3, lambda: a < b, lambda: -a, lambda: torch.relu(a - b))
+    firsts = [call() for call in calls]
+    _general_path_forbidden(monkeypatch)
+    for call, first in zip(calls, firsts, strict=True):
+        again = call()
+        assert again.device == device == first.device
+        assert same_bits(again.cpu(), first.cpu())

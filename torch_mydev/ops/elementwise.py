@@ -70,6 +70,10 @@ from torch_mydev_rules.iterator.promotion import (
 
 def add(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."""
+    if out is None:  # the per-call path first, without _arithmetic's frame
+        result = fast_binary("add", None, self, other, alpha, False)
+        if result is not None:
+            return result
     return _arithmetic("add", self, other, alpha=alpha, out=out)
 
 
@@ -80,6 +84,10 @@ def add_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
 
 def sub(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."""
+    if out is None:  # the per-call path first, without _arithmetic's frame
+        result = fast_binary("sub", None, self, other, alpha, False)
+        if result is not None:
+            return result
     return _arithmetic("sub", self, other, alpha=alpha, out=out)
 
 
@@ -90,6 +98,10 @@ def sub_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
 
 def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::mul.Tensor / mul.Scalar / mul.out / mul.Scalar_out."""
+    if out is None:
+        result = fast_binary("mul", None, self, other, 1, False)
+        if result is not None:
+            return result
     return _arithmetic("mul", self, other, out=out)
 
 

@@ -34,13 +34,15 @@ class Entry:
     Python number. ``kernel`` / ``args`` / ``extents`` are the prepared loop
     (``kernels.prepare_binary``, ``prepare_compare`` or ``prepare_unary``); ``constant``
     holds a Python number's converted bytes (the kernel reads its address), ``sizes`` /
-    ``strides`` / ``dtype`` the functional form's new output.
+    ``strides`` / ``dtype`` / ``device`` (an index: the signature key holds the device) the
+    functional form's new output.
     """
 
     __slots__ = (
         "args",
         "constant",
         "constant_address",
+        "device",
         "dtype",
         "extents",
         "kernel",
@@ -55,6 +57,7 @@ class Entry:
         sizes: tuple[int, ...],
         strides: tuple[int, ...],
         dtype: torch.dtype,
+        device: int,
     ) -> None:
         self.kernel = prepared.kernel
         self.args = prepared.args
@@ -64,6 +67,7 @@ class Entry:
         self.sizes = sizes
         self.strides = strides
         self.dtype = dtype
+        self.device = device
 
 
 class _General:
@@ -121,10 +125,17 @@ def fast_binary(
         if signature is None:
             return None
         key, lazy_bits, a_start, a_base, a_nbytes = signature
-    if lazy_bits or type(alpha) not in NUMBER_DTYPES:
+    if lazy_bits:
+        return None
+    alpha_kind = type(alpha)
+    if alpha_kind is int:  # the common case keys by the value itself (never equal to a tuple)
+        alpha_key = alpha
+    elif alpha_kind in NUMBER_DTYPES:
+        alpha_key = number_key(alpha)
+    else:
         return None
     default = torch.get_default_dtype() if number is not None or name == "div" else None
-    cache_key = (name, mode, key, number, number_key(alpha), inplace, default)
+    cache_key = (name, mode, key, number, alpha_key, inplace, default)
     entry = _entries.peek(cache_key)
     if entry is None:
         return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
@@ -141,7 +152,7 @@ def fast_binary(
     if inplace:
         out, out_start = self, a_start
     else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
         out_start = out.data_ptr()
     if entry.kernel(out_start, a_start, b_start, *entry.args):
         raise RuntimeError("ZeroDivisionError")
@@ -181,6 +192,7 @@ def _binary_entry(
     tensors = [self, other] if isinstance(other, torch.Tensor) else [self]
     if any(t.device.type == "cpu" for t in tensors):
         return GENERAL  # a CPU scalar beside mydev tensors: moved per call
+    device = self.get_device()
     compare = name in kernels.COMPARISONS
     if compare and inplace:
         return GENERAL  # the bool result is cast into self through a temporary
@@ -203,7 +215,7 @@ def _binary_entry(
         prepared = kernels.prepare_compare(
             name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
         )
-        return Entry(prepared, constant, plan.shape, plan.output_strides[0], torch.bool)
+        return Entry(prepared, constant, plan.shape, plan.output_strides[0], torch.bool, device)
     op = kernel_op(name, mode)
     scalar_other = opmath_scalar(op, plan, other)
     if scalar_other is not None and isinstance(other, torch.Tensor):
@@ -221,7 +233,8 @@ def _binary_entry(
         alpha=-alpha if name == "sub" else alpha,
         scalar_other=scalar_other is not None,
     )
-    return Entry(prepared, constant, plan.shape, plan.output_strides[0], plan.output_dtypes[0])
+    out_dtype = plan.output_dtypes[0]
+    return Entry(prepared, constant, plan.shape, plan.output_strides[0], out_dtype, device)
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
@@ -251,7 +264,7 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
     if inplace:
         out, out_start = self, a_start
     else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
         out_start = out.data_ptr()
     entry.kernel(out_start, a_start, *entry.args)
     return out
@@ -265,7 +278,8 @@ def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | _Gener
     plan, _ = make_plan(self if inplace else None, [self], config, inplace=inplace)
     if any(plan.temporaries):
         return GENERAL
+    device = self.get_device()
     prepared = kernels.prepare_unary(
         name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
     )
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype)
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype, device)

@@ -247,7 +247,7 @@ def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     if inplace:
         out, out_start = self, a_start
     else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
         out_start = out.data_ptr()
     entry.kernel(out_start, a_start, a_start, *entry.args)
     return out
@@ -261,7 +261,7 @@ def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
     prepared = kernels.prepare_binary(
         "clamp_min", self.dtype, plan.coalesced_shape, (strides[0], strides[1], strides[1]), alpha=0
     )
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype)
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype, self.get_device())
 
 
 def _fast_threshold_backward(
@@ -292,7 +292,7 @@ def _fast_threshold_backward(
     extents = entry.extents
     if a_base + a_nbytes - a_start < extents[1] or b_base + b_nbytes - b_start < extents[2]:
         return None
-    out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
+    out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
     entry.kernel(out.data_ptr(), a_start, b_start, *entry.args)
     return out
 
@@ -313,4 +313,5 @@ def _threshold_backward_entry(
         plan.coalesced_stride_bytes,
         alpha=threshold,
     )
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], plan.output_dtypes[0])
+    out_dtype = plan.output_dtypes[0]
+    return Entry(prepared, None, plan.shape, plan.output_strides[0], out_dtype, self.get_device())
