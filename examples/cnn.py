@@ -12,6 +12,7 @@ Run it with ``python examples/cnn.py``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -64,12 +65,21 @@ def make_inputs(seed: int = 0) -> tuple[SmallCNN, torch.Tensor, torch.Tensor]:
     return model, data, target
 
 
+def sgd(parameters: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    """The CNN's optimizer: SGD with momentum and weight decay."""
+    return torch.optim.SGD(parameters, lr=0.1, momentum=0.9, weight_decay=1e-4)
+
+
 def train_step(
-    model: nn.Module, data: torch.Tensor, target: torch.Tensor, lr: float = 0.1
+    model: nn.Module,
+    data: torch.Tensor,
+    target: torch.Tensor,
+    make_optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] = sgd,
 ) -> StepResult:
-    """Forward, cross-entropy, backward and one SGD step on whatever device ``model`` is on."""
+    """Forward, cross-entropy, backward and one step of ``make_optimizer(parameters)``, on
+    whatever device ``model`` is on."""
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
+    optimizer = make_optimizer(model.parameters())
     optimizer.zero_grad()
     output = model(data)
     loss = nn.functional.cross_entropy(output, target)
@@ -79,13 +89,29 @@ def train_step(
     return StepResult(output.detach(), loss.detach(), grads, model.state_dict())
 
 
+def step_on_both(
+    model: nn.Module,
+    data: torch.Tensor,
+    target: torch.Tensor,
+    make_optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] = sgd,
+    seed: int = 0,
+) -> tuple[StepResult, StepResult]:
+    """``train_step`` on the CPU ``model`` and on a mydev copy of it (same weights and data).
+
+    Each step starts after ``torch.manual_seed(seed)``, which seeds mydev's generators too,
+    so random ops of the two steps draw from equal streams.
+    """
+    mydev_model = copy.deepcopy(model).to("mydev")
+    torch.manual_seed(seed)
+    cpu = train_step(model, data, target, make_optimizer)
+    torch.manual_seed(seed)
+    mydev = train_step(mydev_model, data.to("mydev"), target.to("mydev"), make_optimizer)
+    return cpu, mydev
+
+
 def run_both(seed: int = 0) -> tuple[StepResult, StepResult]:
     """One training step on CPU and on mydev, from the same initial weights and data."""
-    model, data, target = make_inputs(seed)
-    mydev_model = copy.deepcopy(model).to("mydev")
-    cpu = train_step(model, data, target)
-    mydev = train_step(mydev_model, data.to("mydev"), target.to("mydev"))
-    return cpu, mydev
+    return step_on_both(*make_inputs(seed), seed=seed)
 
 
 def _pairs(cpu: StepResult, mydev: StepResult):
@@ -112,16 +138,23 @@ def check(cpu: StepResult, mydev: StepResult) -> float:
     return worst
 
 
-def main() -> None:
-    torch_mydev.reset_fallback_stats()
-    cpu, mydev = run_both()
+def report(cpu: StepResult, mydev: StepResult) -> None:
+    """``check`` the two steps, then print both losses, the largest difference and the
+    fallback counts (``torch_mydev.fallback_stats()``), sorted by op."""
     worst = check(cpu, mydev)
     print(f"loss on cpu:   {cpu.loss.item():.6f}")
     print(f"loss on mydev: {mydev.loss.item():.6f}")
     print(f"max abs difference (outputs, loss, gradients, updated parameters): {worst:.3g}")
     print("ops that ran on CPU through the fallback (count):")
-    for op, count in sorted(torch_mydev.fallback_stats().items()):
-        print(f"  {op:50s} {count}")
+    stats = torch_mydev.fallback_stats()
+    width = max([50, *map(len, stats)])
+    for op, count in sorted(stats.items()):
+        print(f"  {op:{width}s} {count}")
+
+
+def main() -> None:
+    torch_mydev.reset_fallback_stats()
+    report(*run_both())
 
 
 if __name__ == "__main__":
