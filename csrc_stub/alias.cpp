@@ -9,11 +9,20 @@
 // torch's back. Two aliases share one CPU storage only when the second is made with the
 // first as `like`; aliasing and overlap checks (at::get_overlap_status) compare storages,
 // so callers that alias several tensors of one mydev storage must pass `like`.
+//
+// The other way, adopt_cpu_result gives a CPU op's new result to mydev without a copy: its
+// block of CPU's allocator becomes a mydev storage (counted by mydev's allocator while it
+// lives, freed by CPU's deleter). Only a block nothing else can reach is taken: a plain block
+// of the current CPU allocator, held by this one storage, held by this one tensor.
 #include "mydev.h"
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/COW.h>
 #include <c10/util/Exception.h>
+
+#include <cstdint>
 
 namespace mydev {
 namespace {
@@ -61,6 +70,46 @@ at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& 
   alias._set_conj(tensor.is_conj());
   alias._set_neg(tensor.is_neg());
   return alias;
+}
+
+at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
+  const c10::DeviceIndex device = resolve_device(index);
+  if (!tensor.defined() || !tensor.device().is_cpu() || tensor.layout() != c10::kStrided ||
+      !tensor.has_storage() || tensor.is_conj() || tensor.is_neg() ||
+      tensor.use_count() != 1) {
+    return {};
+  }
+  c10::TensorImpl* impl = tensor.unsafeGetTensorImpl();
+  const c10::Storage& storage = tensor.storage();
+  c10::StorageImpl* storage_impl = storage.unsafeGetStorageImpl();
+  const c10::DataPtr& data = storage_impl->data_ptr();
+  const c10::DeleterFnPtr cpu_deleter = c10::GetAllocator(c10::DeviceType::CPU)->raw_deleter();
+  const size_t nbytes = storage_impl->nbytes();
+  const bool plain_block = cpu_deleter != nullptr && data.get_deleter() == cpu_deleter &&
+      data.get_context() == data.get() && data.get() != nullptr &&
+      !c10::impl::cow::is_cow_data_ptr(data);
+  if (!plain_block || nbytes == 0 || storage.use_count() != 1 ||
+      reinterpret_cast<uintptr_t>(data.get()) % 64 != 0 ||
+      !impl->allow_tensor_metadata_change()) {
+    return {};
+  }
+  c10::DataPtr original =
+      storage_impl->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU)));
+  storage_impl->set_nbytes(0);
+  c10::Storage adopted(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      adopt_data(std::move(original), nbytes, device),
+      allocator(),
+      /*resizable=*/true);
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(adopted), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), tensor.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(
+      tensor.sizes(), tensor.strides(), tensor.storage_offset());
+  // The CPU tensor is left empty (no elements, offset 0) rather than over a storage it lost.
+  impl->set_sizes_contiguous({0});
+  impl->set_storage_offset(0);
+  return result;
 }
 
 } // namespace mydev

@@ -18,6 +18,10 @@
 // compact memory). "allocated" counts live blocks only; "reserved" adds the kept ones;
 // empty_cache() returns those.
 //
+// A block that CPU's allocator made for a CPU op's result can be adopted (adopt_data): the
+// fallback hands it to a mydev tensor instead of copying it. It counts as allocated on its
+// device while it lives, is never kept for reuse, and goes back through CPU's deleter.
+//
 // Kernels run synchronously on the calling thread, so a freed block is never still in use
 // by a queued kernel: recordStream has nothing to do.
 #include "mydev.h"
@@ -123,6 +127,7 @@ struct DeviceState {
 struct Block {
   size_t nbytes;
   c10::DeviceIndex device;
+  bool adopted = false; // CPU's block (adopt_data): never kept, freed by its own deleter
 };
 
 class Registry {
@@ -143,11 +148,11 @@ class Registry {
     return ptr;
   }
 
-  // A block just obtained from the system.
-  void add(void* ptr, size_t nbytes, c10::DeviceIndex device) {
+  // A block just obtained from the system (or, `adopted`, from CPU's allocator).
+  void add(void* ptr, size_t nbytes, c10::DeviceIndex device, bool adopted = false) {
     std::lock_guard<std::mutex> lock(mutex_);
     devices_[device].segment_added(nbytes);
-    add_locked(ptr, nbytes, device);
+    add_locked(ptr, nbytes, device, adopted);
   }
 
   // Forgets a live block; `keep` is true when it is kept for reuse (else the caller frees it).
@@ -164,7 +169,7 @@ class Registry {
     DeviceState& state = devices_[block.device];
     state.freed(block.nbytes);
     const size_t rounded = block_bytes(block.nbytes);
-    const bool keep = block.nbytes >= kHugePageMinBytes &&
+    const bool keep = !block.adopted && block.nbytes >= kHugePageMinBytes &&
         cached_total_locked() + rounded <= kCacheLimitBytes;
     if (keep) {
       state.cached[rounded].push_back(ptr);
@@ -255,8 +260,8 @@ class Registry {
   }
 
  private:
-  void add_locked(void* ptr, size_t nbytes, c10::DeviceIndex device) {
-    blocks_.emplace(ptr, Block{nbytes, device});
+  void add_locked(void* ptr, size_t nbytes, c10::DeviceIndex device, bool adopted = false) {
+    blocks_.emplace(ptr, Block{nbytes, device, adopted});
     DeviceState& state = devices_[device];
     state.allocated(nbytes);
     state.update_reserved();
@@ -305,6 +310,19 @@ void free_block(void* ptr) {
   if (!removed.keep) {
     std::free(ptr);
   }
+}
+
+// An adopted block: CPU's DataPtr, released (by CPU's deleter) when the mydev storage dies.
+struct Adopted {
+  c10::DataPtr original;
+};
+
+void free_adopted(void* ctx) {
+  auto* adopted = static_cast<Adopted*>(ctx);
+  void* ptr = adopted->original.get();
+  const Registry::Removed removed = registry().remove(ptr);
+  report_usage(ptr, -static_cast<int64_t>(removed.block.nbytes), removed.block.device);
+  delete adopted;
 }
 
 class Allocator final : public c10::DeviceAllocator {
@@ -417,6 +435,15 @@ void empty_cache() {
 
 c10::DeviceIndex device_of(const void* ptr) {
   return registry().device_of(ptr);
+}
+
+c10::DataPtr adopt_data(c10::DataPtr original, size_t nbytes, c10::DeviceIndex index) {
+  void* ptr = original.get();
+  TORCH_INTERNAL_ASSERT(ptr != nullptr && nbytes > 0, "mydev: adopting an empty block");
+  registry().add(ptr, nbytes, index, /*adopted=*/true);
+  report_usage(ptr, static_cast<int64_t>(nbytes), index);
+  auto* adopted = new Adopted{std::move(original)};
+  return {ptr, adopted, &free_adopted, c10::Device(kDeviceType, index)};
 }
 
 std::pair<size_t, size_t> host_memory_info() {

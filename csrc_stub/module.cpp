@@ -266,6 +266,26 @@ PyObject* event_elapsed_time(PyObject* /*module*/, PyObject* const* args, Py_ssi
   END_HANDLE_TH_ERRORS
 }
 
+// _adopt(tensor, index): adopt_cpu_result for Python, or None. The tensor is read in place
+// from its Python object (no new reference), so "nothing else holds it" is exact.
+PyObject* adopt_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != 2 || !THPVariable_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "_adopt(tensor, index)");
+    return nullptr;
+  }
+  const long long index = PyLong_AsLongLong(args[1]);
+  if (index == -1 && PyErr_Occurred()) {
+    return nullptr;
+  }
+  at::Tensor adopted = adopt_cpu_result(THPVariable_Unpack(args[0]), index);
+  if (!adopted.defined()) {
+    Py_RETURN_NONE;
+  }
+  return THPVariable_Wrap(std::move(adopted));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef kFastMethods[] = {
     {"_signature",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(signature)),
@@ -276,6 +296,11 @@ PyMethodDef kFastMethods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided_py)),
      METH_FASTCALL,
      "(sizes, strides, dtype, index) -> an uninitialised strided tensor on mydev"},
+    {"_adopt",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(adopt_py)),
+     METH_FASTCALL,
+     "(cpu tensor, index) -> the tensor's memory as a new mydev tensor when nothing else holds "
+     "it (the CPU tensor is left empty), else None"},
     {"_event_elapsed_time",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(event_elapsed_time)),
      METH_FASTCALL,

@@ -60,6 +60,9 @@ void reset_accumulated_memory_stats(c10::DeviceIndex index);
 void empty_cache();
 // The device a live block from the allocator belongs to, or -1.
 c10::DeviceIndex device_of(const void* ptr);
+// A mydev DataPtr over `original`'s bytes (a block of CPU's allocator, `nbytes` long), counted
+// as allocated on mydev:`index` until it is freed, then released through `original`'s deleter.
+c10::DataPtr adopt_data(c10::DataPtr original, size_t nbytes, c10::DeviceIndex index);
 // (free, total) bytes of host memory: MemAvailable / MemTotal of /proc/meminfo, else
 // sysconf's available and physical pages.
 std::pair<size_t, size_t> host_memory_info();
@@ -83,5 +86,10 @@ at::Tensor empty_strided(
 // A CPU tensor over the same bytes, sizes, strides, offset, dtype and conj/neg bits as the
 // mydev tensor `tensor` (alias.cpp); with `like`, it shares that alias's CPU storage.
 at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like);
+
+// `tensor` (a CPU op's new result) moved to mydev:`index` without a copy when its storage is
+// a block of CPU's allocator that nothing else holds (alias.cpp); else an undefined tensor.
+// On success `tensor` is left with an empty storage.
+at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index);
 
 } // namespace mydev

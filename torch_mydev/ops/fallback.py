@@ -77,6 +77,14 @@ class FallbackWarning(UserWarning):
 
 # ---------------------------------------------------------------------------- statistics
 
+# os.environ's own bytes mapping: what ``os.environ`` reads, without encoding the key on
+# each call (a third of a small fallback op's bookkeeping); os.environ updates it on every
+# change, so the variable is still read at each call.
+_environ_bytes: Any = getattr(os.environ, "_data", None)
+_WARN_KEY: Any = os.fsencode(WARN_ENV)
+_WARN_ON: Any = b"1"
+if not isinstance(_environ_bytes, dict) or not all(type(k) is bytes for k in _environ_bytes):
+    _environ_bytes, _WARN_KEY, _WARN_ON = os.environ, WARN_ENV, "1"  # not POSIX's layout
 _stats: Counter[str] = Counter()
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -101,9 +109,11 @@ def reset_fallback_stats() -> None:
 def _record(name: str) -> None:
     with _lock:
         _stats[name] += 1
-        warn = os.environ.get(WARN_ENV) == "1" and name not in _warned
-        if warn:
-            _warned.add(name)
+    if name in _warned or _environ_bytes.get(_WARN_KEY) != _WARN_ON:
+        return
+    with _lock:
+        warn = name not in _warned
+        _warned.add(name)
     if warn:
         warnings.warn(
             f"mydev has no kernel for {name}; it runs on CPU "

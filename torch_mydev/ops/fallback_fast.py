@@ -4,6 +4,12 @@ Same rules as the general path in ``fallback.py`` (device check as CUDA, CPU ali
 share a CPU storage per mydev storage, write-back of resized outputs, results copied once
 to mydev), with the per-call Python work cut to one walk over the arguments: the fallback's
 own cost is most of what a small op costs.
+
+A new CPU result is not copied when it can be adopted (``_C._adopt``): mydev memory is host
+memory, so the block CPU's allocator made for it becomes the mydev tensor's storage, with
+CPU's sizes, strides and storage offset. The stub takes only a plain block of CPU's
+allocator held by that result alone; here, a CPU tensor the call was passed is never taken
+(the op may return it as it is).
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ from torch_mydev.ops.fallback_rnn import KERNELS as CPU_KERNELS
 __all__ = ["run_fast"]
 
 _CPU = torch.device("cpu")
+_adopt = _C._adopt
 _Tensor = torch.Tensor
 
 
 class _Call:
     """The CPU side of one call: aliases made so far and what the arguments hold."""
 
-    __slots__ = ("device", "first", "originals", "other", "other_first", "seen")
+    __slots__ = ("device", "first", "originals", "other", "other_first", "passed", "seen")
 
     def __init__(self) -> None:
         self.device: torch.device | None = None  # the first mydev device (or device=)
@@ -37,11 +44,13 @@ class _Call:
         self.first: dict[tuple[int, int], torch.Tensor] = {}
         self.originals: dict[int, torch.Tensor] = {}
         self.seen: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> its alias
+        self.passed: set[int] = set()  # ids of the CPU tensors passed as they are
 
     def convert(self, value: Any) -> Any:
         if isinstance(value, _Tensor):
             device = value.device
             if device.type != DEVICE:
+                self.passed.add(id(value))
                 if value.dim() != 0 and self.other is None:
                     self.other = device
                     self.other_first = self.device is None
@@ -150,6 +159,11 @@ def _result(value: Any, call: _Call, device: torch.device) -> Any:
             return original
         if value.device.type != "cpu" or device.type == "cpu":
             return value
+        if id(value) not in call.passed:  # a new CPU result: its block may become mydev's
+            index = device.index if device.index is not None else _C._current_device()
+            adopted = _adopt(value, index)
+            if adopted is not None:
+                return adopted
         return fc.to_mydev(value, device)
     if isinstance(value, (list, tuple)):
         return type(value)(_result(item, call, device) for item in value)

@@ -1,0 +1,141 @@
+"""Adopting a CPU op's new result as mydev memory (``_C._adopt``), the fallback's zero-copy
+results.
+
+Truth: the CPU tensor itself before adoption (values, sizes, strides, storage offset, storage
+bytes) and the allocator's statistics (``torch.mydev.memory_stats``), which must count an
+adopted block while it lives and return to their baseline when it dies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import torch_mydev
+from torch_mydev import _C
+
+
+def _fresh(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.arange(int(np.prod(shape)), dtype=torch.float64).reshape(shape).to(dtype)
+
+
+def test_adopted_tensor_keeps_layout_values_and_memory() -> None:
+    before = torch.mydev.memory_stats()
+    base = _fresh(6, 10)
+    expected = base.clone()
+    # offset and strides over a bigger block; detached, so no view keeps ``base`` alive:
+    # the result is the block's only holder, as a CPU op's new result is
+    view = base[1:, ::2].detach()
+    del base
+    nbytes = 6 * 10 * 4  # (untyped_storage() would make a Python object that holds it)
+    shape, stride, offset = view.shape, view.stride(), view.storage_offset()
+    address = view.data_ptr() - offset * 4
+    adopted = _C._adopt(view, 1)
+    assert adopted is not None
+    assert adopted.device == torch.device("mydev", 1)
+    assert (adopted.shape, adopted.stride(), adopted.storage_offset()) == (shape, stride, offset)
+    assert adopted.untyped_storage().data_ptr() == address  # no copy
+    assert adopted.untyped_storage().nbytes() == nbytes
+    assert torch.equal(adopted.cpu(), expected[1:, ::2])
+    # the CPU tensor is left empty, never over memory it no longer owns
+    assert view.shape == (0,) and view.untyped_storage().nbytes() == 0 and view.numel() == 0
+    stats = torch.mydev.memory_stats(1)
+    assert stats["allocated_bytes.all.current"] >= nbytes
+    assert (
+        torch.mydev.memory_allocated(1)
+        == torch.mydev.memory_stats(1)["allocated_bytes.all.current"]
+    )
+    adopted.add_(1)  # native kernels run on it
+    assert torch.equal(adopted.cpu(), expected[1:, ::2] + 1)
+    del adopted
+    after = torch.mydev.memory_stats()
+    assert after["allocated_bytes.all.current"] == before["allocated_bytes.all.current"]
+    assert torch.mydev.memory_allocated(1) == 0
+
+
+def test_adopted_storage_resizes_through_mydev_allocator() -> None:
+    adopted = _C._adopt(_fresh(4, 4), 0)
+    assert adopted is not None
+    values = adopted.cpu()
+    adopted.resize_(100)
+    assert adopted.untyped_storage().nbytes() == 400
+    assert torch.equal(adopted[:16].cpu(), values.reshape(-1))
+    assert adopted.untyped_storage().data_ptr() % 64 == 0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: _fresh(3).conj_physical().conj(), id="conj bit"),
+        pytest.param(lambda: torch.empty(0), id="no bytes"),
+        pytest.param(lambda: torch.from_numpy(np.ones(8, np.float32)), id="numpy's memory"),
+        pytest.param(lambda: torch_mydev_alias(), id="an alias of mydev memory"),
+    ],
+)
+def test_refuses_memory_that_is_not_a_plain_cpu_block(make) -> None:
+    t = make()
+    before = (t.shape, t.untyped_storage().nbytes())
+    assert _C._adopt(t, 0) is None
+    assert (t.shape, t.untyped_storage().nbytes()) == before
+
+
+def torch_mydev_alias() -> torch.Tensor:
+    return _C._cpu_alias(torch.ones(4, device="mydev"), None)
+
+
+def test_refuses_a_block_held_elsewhere() -> None:
+    t = _fresh(8)
+    other_view = t[2:]  # a second tensor over the same storage
+    assert _C._adopt(t, 0) is None
+    del other_view
+    storage = t.untyped_storage()  # a Python storage object holds it too
+    assert _C._adopt(t, 0) is None
+    del storage  # torch keeps that object alive with the storage: still refused
+    assert _C._adopt(t, 0) is None
+    fresh = _fresh(8)
+    assert _C._adopt(fresh, 0) is not None
+    assert fresh.shape == (0,)
+
+
+def test_fallback_results_are_adopted_not_copied(monkeypatch) -> None:
+    """A non-structured op through the fallback (native_layer_norm's three results): equal
+    to CPU, with CPU's layout, and never copied to mydev (``to_mydev`` is not called)."""
+    from torch_mydev.ops import fallback_copy
+
+    x = torch.randn(4, 6, 8)
+    w, b = torch.randn(8), torch.randn(8)
+    expected = torch.native_layer_norm(x, [8], w, b, 1e-5)
+    dx, dw, db = x.to("mydev"), w.to("mydev"), b.to("mydev")
+    torch_mydev.reset_fallback_stats()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a new CPU result was copied to mydev")
+
+    monkeypatch.setattr(fallback_copy, "to_mydev", refuse)
+    before = torch.mydev.memory_stats()["allocation.all.allocated"]
+    got = torch.native_layer_norm(dx, [8], dw, db, 1e-5)
+    assert torch.mydev.memory_stats()["allocation.all.allocated"] - before == 3  # adopted
+    assert torch_mydev.fallback_stats() == {"aten::native_layer_norm": 1}
+    for g, e in zip(got, expected, strict=True):
+        assert g.device.type == "mydev"
+        assert (g.shape, g.stride(), g.storage_offset()) == (
+            e.shape,
+            e.stride(),
+            e.storage_offset(),
+        )
+        assert torch.equal(g.cpu(), e)
+
+
+def test_cpu_tensor_passed_in_is_never_adopted() -> None:
+    """The fast path's own guard: a CPU tensor the call was given (an op may return it as it
+    is) is copied to mydev, and stays valid for its owner."""
+    from torch_mydev.ops import fallback_fast
+
+    call = fallback_fast._Call()
+    mine = _fresh(5)
+    assert call.convert(mine) is mine
+    moved = fallback_fast._result(mine, call, torch.device("mydev", 0))
+    assert moved.device.type == "mydev"
+    assert moved.untyped_storage().data_ptr() != mine.untyped_storage().data_ptr()
+    assert torch.equal(mine, _fresh(5)) and torch.equal(moved.cpu(), mine)
