@@ -240,10 +240,12 @@ def test_one_tensor_passed_twice_is_one_cpu_tensor(path):
 def test_ops_with_cpu_kernels_and_composites_run_cpus_kernel():
     names = {fallback.op_name(op) for op in fallback.CPU_KERNEL_OPS}
     assert {"aten::native_layer_norm", "aten::native_group_norm", "aten::addr"} <= names
-    # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; never the
-    # structured ones, whose composite calls CPU's out= kernel through the fallback
+    # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; of the
+    # structured ones (whose composite calls CPU's out= kernel through the fallback) only
+    # the functional forms listed for speed (FAST_FUNCTIONAL), never their in-place forms
     assert {"aten::pixel_shuffle", "aten::pixel_unshuffle"} <= names
-    assert not {"aten::sin", "aten::sin_", "aten::mm", "aten::exp_"} & names
+    assert {"aten::mm", "aten::_softmax", "aten::lerp.Scalar"} <= names
+    assert not {"aten::sin", "aten::sin_", "aten::exp_", "aten::sqrt_", "aten::mm.out"} & names
 
 
 @pytest.mark.parametrize("shuffle", ["pixel_shuffle", "pixel_unshuffle"])

@@ -31,8 +31,8 @@ FALLBACK = {
     # matmul family: the five Linears. Forward: addmm 4, and mm for the attention's
     # in-projection, whose input is a transposed view (matmul folds it; bias added natively).
     # Backward: mm 10 (input and weight gradients).
-    "aten::addmm.out": 4,
-    "aten::mm.out": 11,
+    "aten::addmm": 4,
+    "aten::mm": 11,
     # attention: CPU's SDPA choice (flash, as dropout is 0) and its kernels
     "aten::_fused_sdp_choice": 1,
     "aten::_scaled_dot_product_flash_attention_for_cpu": 1,
@@ -40,16 +40,16 @@ FALLBACK = {
     # normalisation, activation, loss
     "aten::native_layer_norm": 2,
     "aten::native_layer_norm_backward": 2,
-    "aten::gelu.out": 1,
-    "aten::gelu_backward.grad_input": 1,
-    "aten::_log_softmax.out": 1,
-    "aten::_log_softmax_backward_data.out": 1,
-    "aten::nll_loss_forward.output": 1,
-    "aten::nll_loss_backward.grad_input": 1,
+    "aten::gelu": 1,
+    "aten::gelu_backward": 1,
+    "aten::_log_softmax": 1,
+    "aten::_log_softmax_backward_data": 1,
+    "aten::nll_loss_forward": 1,
+    "aten::nll_loss_backward": 1,
     # AdamW's _foreach loop, once per parameter (its mul_/add_/div_ are native)
     "aten::lerp.Scalar_out": 14,
     "aten::addcmul.out": 14,
-    "aten::sqrt.out": 14,
+    "aten::sqrt": 14,
     "aten::addcdiv.out": 14,
 }
 

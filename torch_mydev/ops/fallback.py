@@ -338,6 +338,45 @@ CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
 # functional overload runs CPU's functional kernel instead (one element copied back).
 FUNCTIONAL_ON_CPU: tuple[str, ...] = ("mse_loss", "smooth_l1_loss")
 
+# Structured ops models call most -- matmuls, softmax, activations and their gradients, the
+# loss, pooling, an optimizer's pointwise steps -- whose functional overload also runs CPU's
+# functional kernel straight, for speed: its new result is adopted (``_C._adopt``), so no
+# copy either way, and the call skips the composite's meta function, the mydev ``out=``
+# allocation and the boxed fallback's dispatch, about a third of a small call ("fallback
+# op" rows of docs/performance.md). ``fallback_stats`` counts them under these names.
+FAST_FUNCTIONAL: tuple[str, ...] = (
+    "mm",
+    "bmm",
+    "addmm",
+    "baddbmm",
+    "_softmax",
+    "_log_softmax",
+    "_softmax_backward_data",
+    "_log_softmax_backward_data",
+    "gelu",
+    "gelu_backward",
+    "silu",
+    "silu_backward",
+    "sigmoid",
+    "sigmoid_backward",
+    "tanh",
+    "tanh_backward",
+    "nll_loss_forward",
+    "nll_loss_backward",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
+    "addcmul",
+    "addcdiv",
+    "lerp.Scalar",
+    "sqrt",
+)
+
+
+def _overload(name: str) -> torch._ops.OpOverload:
+    """``"lerp.Scalar"`` -> ``torch.ops.aten.lerp.Scalar``; no overload name: ``default``."""
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
 
 def _structured(packet_name: str) -> bool:
     """Whether ``packet_name`` is the functional or in-place variant of a structured op.
@@ -417,7 +456,7 @@ def register() -> None:
     for op, fn in EXPLICIT.items():
         explicit.impl(op, fn, "PrivateUse1")
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
-    CPU_KERNEL_OPS.extend(getattr(torch.ops.aten, name).default for name in FUNCTIONAL_ON_CPU)
+    CPU_KERNEL_OPS.extend(_overload(name) for name in (*FUNCTIONAL_ON_CPU, *FAST_FUNCTIONAL))
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
     # CompositeImplicitAutograd; both keys, so autograd records the ops it calls
