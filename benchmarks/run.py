@@ -19,6 +19,7 @@ import os
 import sys
 
 import cases_copy
+import cases_models
 import cases_ops
 import cases_planes
 import cases_process
@@ -39,6 +40,7 @@ BENCHES = (
     cases_ops.bench_eager_chains,
     cases_relu.bench_relu,
     cases_reduction.bench_reductions,
+    cases_models.bench_train_steps,
     cases_copy.bench_clone_memory,
     cases_copy.bench_floors,
     cases_copy.bench_thp_reference,

@@ -36,6 +36,8 @@ def test_bench_smoke_prints_the_tables():
         "threshold_backward (relu's grad), channels_last",
         "reduction: sum(1)",
         "reduction: amax(1)",
+        "train step: examples/cnn.py",
+        "train step: examples/transformer.py",
         "cold start (subprocess)",
     ):
         assert f"| {case}" in text, case

@@ -130,3 +130,68 @@ def test_entry_output_on_the_operands_device(index, monkeypatch) -> None:
         again = call()
         assert again.device == device == first.device
         assert same_bits(again.cpu(), first.cpu())
+
+
+NUMBER_CALLS = [
+    lambda t, v: t * v,
+    lambda t, v: t / v,
+    lambda t, v: t + v,
+    lambda t, v: torch.sub(t, v, alpha=2),
+    lambda t, v: t.clone().div_(v),
+    lambda t, v: t.clone().mul_(v),
+    lambda t, v: torch.div(t, v, rounding_mode="floor"),
+    lambda t, v: t < v,
+    lambda t, v: t == v,
+]
+
+
+@pytest.mark.parametrize(
+    "dtype, values",
+    [
+        (torch.float32, [2.0, 0.999, -0.0, 3.5e38, float("nan"), 1e-45, 7.25]),
+        (torch.float64, [1.0, 1 / 3, -2.5, float("inf")]),
+        (torch.float16, [2.0, 0.999, 1 / 3, 70000.0]),  # opmath: float32 number, one rounding
+        (torch.bfloat16, [3.0, 0.1, -1e-3]),
+        (torch.int32, [2, -3, 7, 2**31 + 5]),  # ints wrap as c10::convert does
+        (torch.complex64, [1 + 2j, 0.5j, -3.0 + 0j]),
+    ],
+)
+@pytest.mark.parametrize("call", NUMBER_CALLS)
+def test_a_new_number_reuses_its_types_entry(dtype, values, call, monkeypatch) -> None:
+    """A Python number not seen before runs through the entry made for its type (its value
+    converted per call, nothing stored), bit for bit as CPU computes that call."""
+    from torch_mydev.ops import elementwise_entries
+
+    x = torch.linspace(-3, 3, 24).reshape(4, 6)
+    x = x.to(dtype) if not dtype.is_complex else (x + 1j * x.flip(0)).to(dtype)
+    d = x.to("mydev")
+    first = values[0]
+    outcomes = []
+    for v in values:
+        try:
+            outcomes.append(call(x, v))
+        except Exception as error:  # complex ordering, integer division by zero...
+            outcomes.append(type(error))
+    if isinstance(outcomes[0], type):
+        pytest.skip(f"CPU refuses this call for {dtype}: {outcomes[0].__name__}")
+    known = set(elementwise_entries._entries._data)
+    call(d, first)  # makes the entry of the signature (and of the number's type)
+    made = [elementwise_entries._entries.peek(k) for k in elementwise_entries._entries._data]
+    made = [e for k, e in zip(elementwise_entries._entries._data, made) if k not in known]
+    stored = len(elementwise_entries._entries)
+    if any(e is not elementwise_entries.GENERAL for e in made):
+        _general_path_forbidden(monkeypatch)  # (a call with a cast temporary stays general)
+    for v, expected in zip(values, outcomes, strict=True):
+        if isinstance(expected, type):
+            continue
+        got = call(d, v)
+        assert got.dtype == expected.dtype and got.stride() == expected.stride()
+        if expected.is_floating_point() and expected.isnan().any():
+            # NaN payloads: floor division by NaN gives CPU's vector NaN, mydev the quiet
+            # one (docs/ops.md); positions and every other element are compared
+            nan = expected.isnan()
+            assert torch.equal(got.cpu().isnan(), nan)
+            assert same_bits(got.cpu()[~nan], expected[~nan]), v
+            continue
+        assert same_bits(got.cpu(), expected), (v, got.cpu(), expected)
+    assert len(elementwise_entries._entries) == stored

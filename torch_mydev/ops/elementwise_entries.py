@@ -9,6 +9,9 @@ the general path must run every time (a cast temporary, a CPU scalar, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 import torch
 
@@ -35,13 +38,16 @@ class Entry:
     (``kernels.prepare_binary``, ``prepare_compare`` or ``prepare_unary``); ``constant``
     holds a Python number's converted bytes (the kernel reads its address), ``sizes`` /
     ``strides`` / ``dtype`` / ``device`` (an index: the signature key holds the device) the
-    functional form's new output.
+    functional form's new output. ``convert`` turns another Python number of the same type
+    into the bytes the kernel reads in place of ``constant`` (the conversion made
+    ``constant``; no plan depends on a number's value, only on its type).
     """
 
     __slots__ = (
         "args",
         "constant",
         "constant_address",
+        "convert",
         "device",
         "dtype",
         "extents",
@@ -58,8 +64,10 @@ class Entry:
         strides: tuple[int, ...],
         dtype: torch.dtype,
         device: int,
+        convert: Callable[[Number], np.ndarray] | None = None,
     ) -> None:
         self.kernel = prepared.kernel
+        self.convert = convert
         self.args = prepared.args
         self.extents = prepared.extents
         self.constant = constant
@@ -86,6 +94,10 @@ GENERAL = _General()
 ENTRY_CACHE_SIZE = 4096
 BINARY_CACHE_SIZE = ENTRY_CACHE_SIZE  # the former name
 _entries: LRUCache[tuple, Entry | _General] = LRUCache(ENTRY_CACHE_SIZE)
+# The same entries of calls with a Python number, keyed by the number's type instead of its
+# value: a value not seen before reuses the entry with its own conversion (``Entry.convert``)
+# and adds nothing to ``_entries``.
+_by_number_type: LRUCache[tuple, Entry | _General] = LRUCache(ENTRY_CACHE_SIZE)
 # _C._signature(t0[, t1]) returns None (not a strided host tensor with storage) or
 # (key, lazy_bits, then per tensor: data address, storage address, storage bytes); the
 # per-call paths unpack it into those names (cheaper than building a named tuple per call).
@@ -137,8 +149,17 @@ def fast_binary(
     default = torch.get_default_dtype() if number is not None or name == "div" else None
     cache_key = (name, mode, key, number, alpha_key, inplace, default)
     entry = _entries.peek(cache_key)
+    constant = None
     if entry is None:
-        return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
+        if number is None:
+            return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
+        # a number seen for the first time: the signature's entry for any number of its type
+        # runs it with the value converted now (AdamW's bias corrections change every step)
+        entry = _by_number_type.peek(_type_key(cache_key, other))
+        if entry is None:
+            return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
+        if entry is not GENERAL:
+            constant = entry.convert(other)
     if entry is GENERAL:
         return None
     extents = entry.extents
@@ -148,7 +169,7 @@ def fast_binary(
         if b_base + b_nbytes - b_start < extents[2] or (inplace and b_base == a_base):
             return None
     else:
-        b_start = entry.constant_address
+        b_start = entry.constant_address if constant is None else constant.ctypes.data
     if inplace:
         out, out_start = self, a_start
     else:
@@ -157,6 +178,11 @@ def fast_binary(
     if entry.kernel(out_start, a_start, b_start, *entry.args):
         raise RuntimeError("ZeroDivisionError")
     return out
+
+
+def _type_key(cache_key: tuple, number: Number) -> tuple:
+    """``cache_key`` with the number's type where its value was (``_by_number_type``)."""
+    return (*cache_key[:3], type(number), *cache_key[4:])
 
 
 def _first_binary(
@@ -176,7 +202,10 @@ def _first_binary(
         result = general.general_arithmetic(
             name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
         )
-    _entries.put(cache_key, _binary_entry(name, mode, self, other, alpha, inplace))
+    entry = _binary_entry(name, mode, self, other, alpha, inplace)
+    _entries.put(cache_key, entry)
+    if not isinstance(other, torch.Tensor):
+        _by_number_type.put(_type_key(cache_key, other), entry)
     return result
 
 
@@ -208,23 +237,27 @@ def _binary_entry(
     )
     if casts or common not in _FAST_DTYPES:
         return GENERAL
+    number = not isinstance(other, torch.Tensor)
     if compare:
-        constant = None
-        if not isinstance(other, torch.Tensor):
-            constant = kernels.scalar_bytes(other, common)
+        constant = kernels.scalar_bytes(other, common) if number else None
         prepared = kernels.prepare_compare(
             name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
         )
-        return Entry(prepared, constant, plan.shape, plan.output_strides[0], torch.bool, device)
+        convert = partial(kernels.scalar_bytes, dtype=common) if number else None
+        return Entry(
+            prepared, constant, plan.shape, plan.output_strides[0], torch.bool, device, convert
+        )
     op = kernel_op(name, mode)
     scalar_other = opmath_scalar(op, plan, other)
     if scalar_other is not None and isinstance(other, torch.Tensor):
         return GENERAL  # torch reads the tensor's value per call
-    constant = None
-    if scalar_other is not None:
+    constant = convert = None
+    if scalar_other is not None:  # float32 bytes of the number: opmath_scalar's value
         constant = np.array([scalar_other], dtype=np.float32)
-    elif not isinstance(other, torch.Tensor):
+        convert = partial(kernels.scalar_bytes, dtype=torch.float32)
+    elif number:
         constant = kernels.scalar_bytes(other, common)
+        convert = partial(kernels.scalar_bytes, dtype=common)
     prepared = kernels.prepare_binary(
         op,
         common,
@@ -234,7 +267,8 @@ def _binary_entry(
         scalar_other=scalar_other is not None,
     )
     out_dtype = plan.output_dtypes[0]
-    return Entry(prepared, constant, plan.shape, plan.output_strides[0], out_dtype, device)
+    strides = plan.output_strides[0]
+    return Entry(prepared, constant, plan.shape, strides, out_dtype, device, convert)
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
