@@ -176,8 +176,8 @@ def test_a_new_number_reuses_its_types_entry(dtype, values, call, monkeypatch) -
         pytest.skip(f"CPU refuses this call for {dtype}: {outcomes[0].__name__}")
     known = set(elementwise_entries._entries._data)
     call(d, first)  # makes the entry of the signature (and of the number's type)
-    made = [elementwise_entries._entries.peek(k) for k in elementwise_entries._entries._data]
-    made = [e for k, e in zip(elementwise_entries._entries._data, made) if k not in known]
+    entries = elementwise_entries._entries._data
+    made = [entry for key, entry in entries.items() if key not in known]
     stored = len(elementwise_entries._entries)
     if any(e is not elementwise_entries.GENERAL for e in made):
         _general_path_forbidden(monkeypatch)  # (a call with a cast temporary stays general)
