@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import torch
 
+import torch_mydev
 from tests.layout.strategies import DEVICE_DTYPES, storage_elements
 
 ALL_DTYPES = DEVICE_DTYPES
@@ -67,3 +70,14 @@ def same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.dtype == b.dtype
         and flags_a == flags_b
     )
+
+
+def step_with_counts(run_both: Callable[[], tuple]) -> Iterator[tuple]:
+    """A module fixture's body: one training step on both devices (``run_both()``, an
+    example's), then ``(cpu, mydev, fallback counts of both runs)``; the counts are reset
+    before and after."""
+    torch_mydev.reset_fallback_stats()
+    cpu, mydev = run_both()
+    stats = torch_mydev.fallback_stats()
+    yield cpu, mydev, stats
+    torch_mydev.reset_fallback_stats()

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import torch_mydev
+from tests.ops.helpers import step_with_counts
 from torch_mydev.ops.registry import KERNELS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cnn.py"
@@ -34,11 +35,7 @@ cnn = _load_example()
 @pytest.fixture(scope="module")
 def step():
     """One step on both devices, and the fallback counts of both runs."""
-    torch_mydev.reset_fallback_stats()
-    cpu, mydev = cnn.run_both(seed=1)
-    stats = torch_mydev.fallback_stats()
-    yield cpu, mydev, stats
-    torch_mydev.reset_fallback_stats()
+    yield from step_with_counts(lambda: cnn.run_both(seed=1))
 
 
 def test_step_matches_cpu(step):

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import torch_mydev
+from tests.ops.helpers import step_with_counts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import transformer  # examples/transformer.py, which imports cnn.py beside it
@@ -57,11 +58,7 @@ FALLBACK = {
 @pytest.fixture(scope="module")
 def step():
     """One step on both devices, and the fallback counts of both runs."""
-    torch_mydev.reset_fallback_stats()
-    cpu, mydev = transformer.run_both(seed=1)
-    stats = torch_mydev.fallback_stats()
-    yield cpu, mydev, stats
-    torch_mydev.reset_fallback_stats()
+    yield from step_with_counts(lambda: transformer.run_both(seed=1))
 
 
 def test_step_equals_cpu_bit_for_bit(step):
