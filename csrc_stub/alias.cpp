@@ -23,6 +23,8 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <typeinfo>
+#include <vector>
 
 namespace mydev {
 namespace {
@@ -80,6 +82,12 @@ at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
     return {};
   }
   c10::TensorImpl* impl = tensor.unsafeGetTensorImpl();
+  // A plain dense tensor only: not quantized (QTensorImpl), nested, or a Python subclass's.
+  if (typeid(*impl) != typeid(c10::TensorImpl) || tensor.is_quantized() ||
+      tensor.is_nested() || impl->is_python_dispatch() ||
+      !impl->allow_tensor_metadata_change()) {
+    return {};
+  }
   const c10::Storage& storage = tensor.storage();
   c10::StorageImpl* storage_impl = storage.unsafeGetStorageImpl();
   const c10::DataPtr& data = storage_impl->data_ptr();
@@ -89,23 +97,29 @@ at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
       data.get_context() == data.get() && data.get() != nullptr &&
       !c10::impl::cow::is_cow_data_ptr(data);
   if (!plain_block || nbytes == 0 || storage.use_count() != 1 ||
-      reinterpret_cast<uintptr_t>(data.get()) % 64 != 0 ||
-      !impl->allow_tensor_metadata_change()) {
+      reinterpret_cast<uintptr_t>(data.get()) % 64 != 0) {
     return {};
   }
+  // Everything read before anything is taken: nothing below can fail half-way.
+  const std::vector<int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
+  const std::vector<int64_t> strides(tensor.strides().begin(), tensor.strides().end());
+  const int64_t offset = tensor.storage_offset();
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(
+          c10::Storage::use_byte_size_t(),
+          0,
+          c10::DataPtr(nullptr, c10::Device(kDeviceType, device)),
+          allocator(),
+          /*resizable=*/true),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      tensor.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
   c10::DataPtr original =
       storage_impl->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU)));
   storage_impl->set_nbytes(0);
-  c10::Storage adopted(
-      c10::Storage::use_byte_size_t(),
-      nbytes,
-      adopt_data(std::move(original), nbytes, device),
-      allocator(),
-      /*resizable=*/true);
-  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
-      std::move(adopted), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), tensor.dtype());
-  result.unsafeGetTensorImpl()->set_sizes_and_strides(
-      tensor.sizes(), tensor.strides(), tensor.storage_offset());
+  c10::StorageImpl* adopted = result.storage().unsafeGetStorageImpl();
+  adopted->set_data_ptr_noswap(adopt_data(std::move(original), nbytes, device));
+  adopted->set_nbytes(nbytes);
   // The CPU tensor is left empty (no elements, offset 0) rather than over a storage it lost.
   impl->set_sizes_contiguous({0});
   impl->set_storage_offset(0);

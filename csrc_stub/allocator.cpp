@@ -20,7 +20,8 @@
 //
 // A block that CPU's allocator made for a CPU op's result can be adopted (adopt_data): the
 // fallback hands it to a mydev tensor instead of copying it. It counts as allocated on its
-// device while it lives, is never kept for reuse, and goes back through CPU's deleter.
+// device while it lives, is never kept for reuse, and goes back through CPU's deleter. It
+// keeps CPU's alignment (64 bytes) and pages, whatever its size: no huge-page advice.
 //
 // Kernels run synchronously on the calling thread, so a freed block is never still in use
 // by a queued kernel: recordStream has nothing to do.

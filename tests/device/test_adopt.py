@@ -139,3 +139,68 @@ def test_cpu_tensor_passed_in_is_never_adopted() -> None:
     assert moved.device.type == "mydev"
     assert moved.untyped_storage().data_ptr() != mine.untyped_storage().data_ptr()
     assert torch.equal(mine, _fresh(5)) and torch.equal(moved.cpu(), mine)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(
+            lambda: torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8), id="quantized"
+        ),
+        pytest.param(
+            lambda: torch.nested.nested_tensor([torch.ones(1000), torch.ones(2000)]), id="nested"
+        ),
+    ],
+)
+def test_refuses_tensors_that_are_not_plain_dense(make) -> None:
+    t = make()
+    before = t.clone()
+    assert _C._adopt(t, 0) is None
+    if t.is_nested:
+        assert all(torch.equal(a, b) for a, b in zip(t.unbind(), before.unbind(), strict=True))
+    else:
+        assert torch.equal(t.int_repr(), before.int_repr())
+
+
+TABLE = torch.arange(4.0)
+
+
+def test_python_cpu_kernels_results_are_copied_not_taken() -> None:
+    """A CPU kernel written in Python may return a tensor Python still holds (a cached table):
+    such results are copied, never adopted, and the table stays as it was. One returned
+    twice is one mydev tensor, as on CPU."""
+    lib = torch.library.Library("mydev_adopt_test", "DEF")
+    try:
+        lib.define("lookup(Tensor x) -> Tensor")
+        lib.define("twice(Tensor x) -> (Tensor, Tensor)")
+        lib.impl("lookup", lambda x: TABLE, "CPU")
+        lib.impl("twice", lambda x: (lambda r: (r, r))(x * 2), "CPU")
+        x = torch.ones(4, device="mydev")
+        for _ in range(2):
+            got = torch.ops.mydev_adopt_test.lookup(x)
+            assert torch.equal(got.cpu(), torch.arange(4.0))
+            assert torch.equal(TABLE, torch.arange(4.0))
+        a, b = torch.ops.mydev_adopt_test.twice(x)
+        assert a is b and torch.equal(a.cpu(), torch.full((4,), 2.0))
+    finally:
+        lib._destroy()
+
+
+def test_no_adoption_while_python_overrides_an_aten_cpu_kernel() -> None:
+    """An aten op's CPU kernel overridden from Python turns adoption off for every op until
+    the override is gone (torch.library's record of Python kernels is read)."""
+    from torch_mydev.ops import fallback_fast
+
+    mm = torch.ops.aten.mm.default
+    assert fallback_fast._may_adopt(mm)
+    cached = torch.full((2, 2), 7.0)
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        lib.impl("native_layer_norm", lambda x, s, w, b, e: (cached, cached[0], cached[1]), "CPU")
+        assert not fallback_fast._may_adopt(mm)
+        out = torch.native_layer_norm(torch.ones(2, 2, device="mydev"), [2], None, None, 1e-5)
+        assert torch.equal(out[0].cpu(), torch.full((2, 2), 7.0))
+        assert torch.equal(cached, torch.full((2, 2), 7.0))
+    finally:
+        lib._destroy()
+    assert fallback_fast._may_adopt(mm)

@@ -7,9 +7,10 @@ own cost is most of what a small op costs.
 
 A new CPU result is not copied when it can be adopted (``_C._adopt``): mydev memory is host
 memory, so the block CPU's allocator made for it becomes the mydev tensor's storage, with
-CPU's sizes, strides and storage offset. The stub takes only a plain block of CPU's
-allocator held by that result alone; here, a CPU tensor the call was passed is never taken
-(the op may return it as it is).
+CPU's sizes, strides and storage offset. The stub takes only a plain dense tensor over a
+plain block of CPU's allocator held by that result alone; here, only results of aten's C++
+kernels are offered (``_may_adopt``), a CPU tensor the call was passed is never taken (the
+op may return it as it is), and a result returned twice is one mydev tensor.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ _Tensor = torch.Tensor
 class _Call:
     """The CPU side of one call: aliases made so far and what the arguments hold."""
 
-    __slots__ = ("device", "first", "originals", "other", "other_first", "passed", "seen")
+    __slots__ = (
+        "adopt",
+        "device",
+        "first",
+        "moved",
+        "originals",
+        "other",
+        "other_first",
+        "passed",
+        "seen",
+    )
 
     def __init__(self) -> None:
         self.device: torch.device | None = None  # the first mydev device (or device=)
@@ -45,6 +56,8 @@ class _Call:
         self.originals: dict[int, torch.Tensor] = {}
         self.seen: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> its alias
         self.passed: set[int] = set()  # ids of the CPU tensors passed as they are
+        self.adopt = False  # whether new results may be adopted (``_may_adopt``)
+        self.moved: dict[int, torch.Tensor] = {}  # id(CPU result) -> its mydev tensor
 
     def convert(self, value: Any) -> Any:
         if isinstance(value, _Tensor):
@@ -119,6 +132,7 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
         if isinstance(value, torch.device):
             device = value
     kernel = CPU_KERNELS.get(op_info.name, op_info.op)
+    call.adopt = kernel is op_info.op and _may_adopt(op_info.op)
     result = kernel(*cpu_args, **cpu_kwargs)
     for value, where in _written(op_info, args, kwargs):
         cpu = cpu_args[where] if isinstance(where, int) else cpu_kwargs[where]
@@ -152,6 +166,29 @@ def _one(
     return _result(out, call, device)
 
 
+# Python kernels registered for aten ops on CPU (or as their composites) may return a tensor
+# Python code still holds (a cached table), which no C++ reference count shows: while any is
+# registered, no result is adopted. Re-read when torch.library's record of them grows.
+_PYTHON_CPU_KEYS = ("/CPU", "/CompositeExplicitAutograd", "/CompositeImplicitAutograd", "/")
+_python_kernels_seen = (-1, True)
+
+
+def _may_adopt(op: torch._ops.OpOverload) -> bool:
+    """Whether ``op``'s new results come from C++ kernels only: an aten op, and no Python
+    kernel registered for any aten op's CPU or composite key (``torch.library._impls``)."""
+    global _python_kernels_seen
+    if op.namespace != "aten":
+        return False
+    registered = torch.library._impls
+    count, found = _python_kernels_seen
+    if count != len(registered):
+        found = any(
+            key.startswith("aten/") and key.endswith(_PYTHON_CPU_KEYS) for key in registered
+        )
+        _python_kernels_seen = (len(registered), found)
+    return not found
+
+
 def _result(value: Any, call: _Call, device: torch.device) -> Any:
     if isinstance(value, _Tensor):
         original = call.originals.get(id(value))
@@ -159,12 +196,15 @@ def _result(value: Any, call: _Call, device: torch.device) -> Any:
             return original
         if value.device.type != "cpu" or device.type == "cpu":
             return value
-        if id(value) not in call.passed:  # a new CPU result: its block may become mydev's
-            index = device.index if device.index is not None else _C._current_device()
-            adopted = _adopt(value, index)
-            if adopted is not None:
-                return adopted
-        return fc.to_mydev(value, device)
+        moved = call.moved.get(id(value))  # one tensor returned twice is one mydev tensor
+        if moved is None:
+            if call.adopt and id(value) not in call.passed:  # a new result: its block may move
+                index = device.index if device.index is not None else _C._current_device()
+                moved = _adopt(value, index)
+            if moved is None:
+                moved = fc.to_mydev(value, device)
+            call.moved[id(value)] = moved
+        return moved
     if isinstance(value, (list, tuple)):
         return type(value)(_result(item, call, device) for item in value)
     return value
