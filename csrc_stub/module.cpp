@@ -111,35 +111,43 @@ pybind11::dict host_stats_dict() {
 constexpr int64_t kFlagConj = 1;
 constexpr int64_t kFlagNeg = 2;
 
-PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr Py_ssize_t kMaxTensors = 8;
-  if (nargs < 1 || nargs > kMaxTensors) {
-    PyErr_SetString(PyExc_TypeError, "_signature takes 1 to 8 tensors");
-    return nullptr;
-  }
-  const at::Tensor* tensors[kMaxTensors];
+constexpr Py_ssize_t kMaxTensors = 8;
+using LayoutKey = c10::SmallVector<int64_t, 64>;
+
+// Reads the tensors `args[0..n)` into `tensors` and their layout key into `key` (the
+// `signature` bytes, as int64 words), OR-ing their lazy bits into `flags_any`. False when a
+// tensor is not a strided host tensor with storage (the caller answers None); raises
+// TypeError (returns false with the error set and `error` true) for a non-tensor.
+bool read_layouts(
+    PyObject* const* args,
+    Py_ssize_t n,
+    const at::Tensor** tensors,
+    LayoutKey& key,
+    int64_t& flags_any,
+    bool& error) {
+  error = false;
   size_t words = 0;
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
     if (!THPVariable_Check(args[i])) {
       PyErr_SetString(PyExc_TypeError, "_signature takes tensors only");
-      return nullptr;
+      error = true;
+      return false;
     }
     const at::Tensor& t = THPVariable_Unpack(args[i]);
     if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage()) {
-      Py_RETURN_NONE;
+      return false;
     }
     const c10::DeviceType type = t.device().type();
     if (type != c10::DeviceType::CPU && type != kDeviceType) {
-      Py_RETURN_NONE;
+      return false;
     }
     tensors[i] = &t;
     words += 2 + 2 * static_cast<size_t>(t.dim());
   }
-  c10::SmallVector<int64_t, 64> key(words);
+  key.resize(words);
   size_t w = 0;
-  int64_t flags_any = 0;
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
+  flags_any = 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
     const at::Tensor& t = *tensors[i];
     const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
     flags_any |= flags;
@@ -151,30 +159,53 @@ PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t narg
     key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (device << 32) |
         (flags << 48);
     key[w++] = 0;
-    for (const int64_t n : t.sizes()) {
-      key[w++] = n;
+    for (const int64_t size : t.sizes()) {
+      key[w++] = size;
     }
-    for (const int64_t s : t.strides()) {
-      key[w++] = s;
+    for (const int64_t stride : t.strides()) {
+      key[w++] = stride;
     }
+  }
+  return true;
+}
+
+PyObject* key_bytes(const LayoutKey& key) {
+  return PyBytes_FromStringAndSize(
+      reinterpret_cast<const char*>(key.data()),
+      static_cast<Py_ssize_t>(key.size() * sizeof(int64_t)));
+}
+
+uintptr_t start_of(const at::Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.storage().data()) +
+      static_cast<uintptr_t>(t.storage_offset() * t.element_size());
+}
+
+PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs < 1 || nargs > kMaxTensors) {
+    PyErr_SetString(PyExc_TypeError, "_signature takes 1 to 8 tensors");
+    return nullptr;
+  }
+  const at::Tensor* tensors[kMaxTensors];
+  LayoutKey key;
+  int64_t flags_any = 0;
+  bool error = false;
+  if (!read_layouts(args, nargs, tensors, key, flags_any, error)) {
+    if (error) {
+      return nullptr;
+    }
+    Py_RETURN_NONE;
   }
   PyObject* result = PyTuple_New(2 + 3 * nargs);
   if (result == nullptr) {
     return nullptr;
   }
-  PyTuple_SET_ITEM(
-      result,
-      0,
-      PyBytes_FromStringAndSize(
-          reinterpret_cast<const char*>(key.data()),
-          static_cast<Py_ssize_t>(words * sizeof(int64_t))));
+  PyTuple_SET_ITEM(result, 0, key_bytes(key));
   PyTuple_SET_ITEM(result, 1, PyLong_FromLongLong(flags_any));
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     const at::Tensor& t = *tensors[i];
     const c10::Storage& storage = t.storage();
-    const auto start = reinterpret_cast<uintptr_t>(storage.data()) +
-        static_cast<uintptr_t>(t.storage_offset() * t.element_size());
-    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(start));
+    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(start_of(t)));
     PyTuple_SET_ITEM(
         result,
         3 + 3 * i,
@@ -266,6 +297,90 @@ PyObject* event_elapsed_time(PyObject* /*module*/, PyObject* const* args, Py_ssi
   END_HANDLE_TH_ERRORS
 }
 
+// _replay(table, a[, b]): the per-call path of an elementwise call signature Python has
+// recorded (torch_mydev/ops/replay.py), in one call. `table` maps a layout key (the
+// `_signature` bytes of the tensors) to a record
+//   (sizes, strides, dtype, device, entry, params, extent_a, extent_b)
+// made from the op's Python entry: the new output's layout, the address of a numba C entry
+// `int64(out, a, b, params)` of the loop and of its packed parameters, and how many bytes
+// each input's storage must hold from its first element. A hit allocates the output and
+// runs the loop; anything else (not tensors, a lazy bit, no record, a storage too small)
+// answers None and the Python path runs. Decides nothing: every fact came from Python.
+PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs < 2 || nargs > 3 || !PyDict_CheckExact(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "_replay(table, a[, b])");
+    return nullptr;
+  }
+  const Py_ssize_t n = nargs - 1;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!THPVariable_Check(args[1 + i])) {
+      Py_RETURN_NONE;  // a Python number: the Python path
+    }
+  }
+  const at::Tensor* tensors[2];
+  LayoutKey key;
+  int64_t flags_any = 0;
+  bool error = false;
+  if (!read_layouts(args + 1, n, tensors, key, flags_any, error) || flags_any != 0) {
+    if (error) {
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+  PyObject* lookup = key_bytes(key);
+  if (lookup == nullptr) {
+    return nullptr;
+  }
+  PyObject* record = PyDict_GetItemWithError(args[0], lookup);  // borrowed
+  Py_DECREF(lookup);
+  if (record == nullptr) {
+    if (PyErr_Occurred()) {
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+  TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 8, "_replay: bad record");
+  uintptr_t starts[2] = {0, 0};
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const at::Tensor& t = *tensors[i];
+    starts[i] = start_of(t);
+    const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
+    const long long extent = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 6 + i));
+    if (extent < 0 || end < starts[i] || end - starts[i] < static_cast<uintptr_t>(extent)) {
+      if (PyErr_Occurred()) {
+        return nullptr;
+      }
+      Py_RETURN_NONE;  // a storage smaller than the layout: the Python path raises
+    }
+  }
+  c10::SmallVector<int64_t, 8> sizes;
+  c10::SmallVector<int64_t, 8> strides;
+  if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay: sizes", sizes) ||
+      !read_ints(PyTuple_GET_ITEM(record, 1), "_replay: strides", strides)) {
+    return nullptr;
+  }
+  PyObject* dtype = PyTuple_GET_ITEM(record, 2);
+  TORCH_CHECK(THPDtype_Check(dtype), "_replay: bad record dtype");
+  const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
+  const auto entry = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(record, 4));
+  const auto params = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 5));
+  if (PyErr_Occurred()) {
+    return nullptr;
+  }
+  at::Tensor out =
+      empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
+  using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
+  const int64_t status = reinterpret_cast<Loop>(entry)(
+      static_cast<int64_t>(start_of(out)),
+      static_cast<int64_t>(starts[0]),
+      static_cast<int64_t>(n == 2 ? starts[1] : starts[0]),
+      params);
+  TORCH_CHECK(status == 0, "ZeroDivisionError");
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 // _adopt(tensor, index): adopt_cpu_result for Python, or None. The tensor is read in place
 // from its Python object (no new reference), so "nothing else holds it" is exact.
 PyObject* adopt_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -296,6 +411,10 @@ PyMethodDef kFastMethods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided_py)),
      METH_FASTCALL,
      "(sizes, strides, dtype, index) -> an uninitialised strided tensor on mydev"},
+    {"_replay",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replay)),
+     METH_FASTCALL,
+     "(table, a[, b]) -> the output of a recorded elementwise call signature, else None"},
     {"_adopt",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(adopt_py)),
      METH_FASTCALL,

@@ -53,6 +53,8 @@ from torch_mydev.ops.elementwise_plan import (
     resize_output,
 )
 from torch_mydev.ops.factories import allocate, like_strides
+from torch_mydev.ops.replay import TABLES as _TABLES
+from torch_mydev.ops.replay import replay as _replay
 from torch_mydev_rules.iterator.cache import cached_build
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import Number, number_dtype
@@ -70,7 +72,11 @@ from torch_mydev_rules.iterator.promotion import (
 
 def add(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."""
-    if out is None:  # the per-call path first, without _arithmetic's frame
+    if out is None:  # the per-call paths first, without _arithmetic's frame
+        if type(alpha) is int and alpha == 1:
+            result = _replay(_TABLES["add"], self, other)
+            if result is not None:
+                return result
         result = fast_binary("add", None, self, other, alpha, False)
         if result is not None:
             return result
@@ -84,7 +90,11 @@ def add_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
 
 def sub(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
     """aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."""
-    if out is None:  # the per-call path first, without _arithmetic's frame
+    if out is None:  # the per-call paths first, without _arithmetic's frame
+        if type(alpha) is int and alpha == 1:
+            result = _replay(_TABLES["sub"], self, other)
+            if result is not None:
+                return result
         result = fast_binary("sub", None, self, other, alpha, False)
         if result is not None:
             return result
@@ -99,6 +109,9 @@ def sub_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
 def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::mul.Tensor / mul.Scalar / mul.out / mul.Scalar_out."""
     if out is None:
+        result = _replay(_TABLES["mul"], self, other)
+        if result is not None:
+            return result
         result = fast_binary("mul", None, self, other, 1, False)
         if result is not None:
             return result
@@ -137,7 +150,13 @@ def floor_divide_(self: torch.Tensor, other: Arg) -> torch.Tensor:
 
 
 def _comparison(name: str):
+    table = _TABLES[name]
+
     def functional(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:
+        if out is None:
+            result = _replay(table, self, other)
+            if result is not None:
+                return result
         return _compare(name, self, other, out=out)
 
     def inplace(self: torch.Tensor, other: Arg) -> torch.Tensor:
@@ -160,6 +179,10 @@ ge, ge_ = _comparison("ge")
 
 def neg(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::neg / neg.out (bool refused, as torch's meta function does)."""
+    if out is None:
+        result = _replay(_TABLES["neg"], self)
+        if result is not None:
+            return result
     return _unary("neg", self, out=out)
 
 
@@ -170,6 +193,10 @@ def neg_(self: torch.Tensor) -> torch.Tensor:
 
 def absolute(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """aten::abs / abs.out; a complex input gives its real dtype unless ``out`` is complex."""
+    if out is None:  # (complex tensors are never recorded)
+        result = _replay(_TABLES["abs"], self)
+        if result is not None:
+            return result
     if self.is_complex() and (out is None or not out.is_complex()):
         return _abs_complex_to_real(self, out)
     return _unary("abs", self, out=out)

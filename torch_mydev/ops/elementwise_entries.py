@@ -18,6 +18,7 @@ import torch
 from torch_mydev import _C
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops import elementwise_general as general
+from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise_checks import Arg
 from torch_mydev.ops.elementwise_plan import kernel_op, make_plan, opmath_scalar
 from torch_mydev_rules.iterator.cache import LRUCache
@@ -168,6 +169,8 @@ def fast_binary(
     if number is None:
         if b_base + b_nbytes - b_start < extents[2] or (inplace and b_base == a_base):
             return None
+        if not inplace:  # a recorded call reaches here only after its table was emptied
+            _replay_record(name, mode, key, entry, alpha_key, inplace)
     else:
         b_start = entry.constant_address if constant is None else constant.ctypes.data
     if inplace:
@@ -178,6 +181,18 @@ def fast_binary(
     if entry.kernel(out_start, a_start, b_start, *entry.args):
         raise RuntimeError("ZeroDivisionError")
     return out
+
+
+def _replay_record(
+    name: str, mode: str | None, key: bytes, entry: Entry, alpha_key: object, inplace: bool
+) -> None:
+    """Give the stub's replay (``ops/replay.py``) a functional call of two tensors whose
+    ``alpha`` is the default 1: all its entry holds then follows from the layouts."""
+    table = replay.TABLES.get(name)
+    if table is None or mode is not None or inplace or key in table:
+        return
+    if type(alpha_key) is int and alpha_key == 1:
+        replay.record(table, key, "compare" if name in kernels.COMPARISONS else "binary", entry)
 
 
 def _type_key(cache_key: tuple, number: Number) -> tuple:
@@ -204,6 +219,8 @@ def _first_binary(
         )
     entry = _binary_entry(name, mode, self, other, alpha, inplace)
     _entries.put(cache_key, entry)
+    if isinstance(other, torch.Tensor) and entry is not GENERAL:
+        _replay_record(name, mode, cache_key[2], entry, cache_key[4], inplace)
     if not isinstance(other, torch.Tensor):
         _by_number_type.put(_type_key(cache_key, other), entry)
     return result
@@ -289,10 +306,15 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
         if self.is_complex() and name == "abs":
             return None
         result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
-        _entries.put(cache_key, _unary_entry(name, self, inplace))
+        entry = _unary_entry(name, self, inplace)
+        _entries.put(cache_key, entry)
+        if not inplace and entry is not GENERAL:
+            replay.record(replay.TABLES[name], key, "unary", entry)
         return result
     if entry is GENERAL:
         return None
+    if not inplace and key not in replay.TABLES[name]:  # its table was emptied
+        replay.record(replay.TABLES[name], key, "unary", entry)
     if a_base + a_nbytes - a_start < entry.extents[1]:
         return None
     if inplace:

@@ -27,6 +27,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import fill_
 from torch_mydev.ops.elementwise_checks import check_range, check_supported
 from torch_mydev.ops.elementwise_entries import GENERAL, Entry, _entries
@@ -48,11 +49,17 @@ _signature = _C._signature
 _empty_strided = _C._empty_strided
 
 
+_RELU = replay.TABLES["relu"]
+
+
 # ---- the registered kernels ------------------------------------------------------------------
 
 
 def relu(self: torch.Tensor) -> torch.Tensor:
     """aten::relu: ``clamp_min(self, 0)``."""
+    result = replay.replay(_RELU, self)
+    if result is not None:
+        return result
     _check_relu(self)
     result = _fast_relu(self, False)
     return _general_relu(self, False) if result is None else result
@@ -240,10 +247,15 @@ def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     entry = _entries.peek(cache_key)
     if entry is None:
         result = _general_relu(self, inplace)
-        _entries.put(cache_key, _relu_entry(self, inplace))
+        entry = _relu_entry(self, inplace)
+        _entries.put(cache_key, entry)
+        if not inplace and entry is not GENERAL:
+            replay.record(_RELU, key, "binary", entry)
         return result
     if entry is GENERAL or a_base + a_nbytes - a_start < entry.extents[1]:
         return None
+    if not inplace and key not in _RELU:  # its table was emptied
+        replay.record(_RELU, key, "binary", entry)
     if inplace:
         out, out_start = self, a_start
     else:

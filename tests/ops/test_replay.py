@@ -1,0 +1,127 @@
+"""The stub's replay of recorded elementwise call signatures (``_C._replay``, ops/replay.py).
+
+Truth: torch CPU's result of the same call (values bit for bit, dtype, sizes, strides), and
+the Python path's own answer where the replay must step aside (it returns None and the
+Python path runs: a number, a lazy bit, a storage too small, an unknown signature).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.ops.helpers import same_bits
+from torch_mydev import _C
+from torch_mydev.ops import elementwise_entries, replay
+
+
+def _python_path_forbidden(monkeypatch):
+    """Make every Python per-call path raise: a call that still works was replayed."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded call signature")
+
+    monkeypatch.setattr(elementwise_entries, "_signature", refuse)
+    from torch_mydev.ops import elementwise_relu
+
+    monkeypatch.setattr(elementwise_relu, "_signature", refuse)
+
+
+def _layouts(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(6, 10, generator=g, dtype=torch.float64) * 50
+    other = torch.randn(6, 10, generator=g, dtype=torch.float64) * 50
+    a, b = base.to(dtype), other.to(dtype)
+    nchw_a = (torch.randn(2, 3, 4, 5, generator=g) * 9).to(dtype)
+    nchw_b = (torch.randn(2, 3, 4, 5, generator=g) * 9).to(dtype)
+    return [
+        (a, b),  # contiguous
+        (a.t(), b.t()),  # transposed
+        (a, b[:1]),  # broadcast (stride 0)
+        (a[1:, ::2], b[1:, 1::2]),  # sliced, with offsets and steps
+        (nchw_a.contiguous(memory_format=torch.channels_last), nchw_b),  # mixed formats
+    ]
+
+
+BINARY = [
+    ("add", lambda x, y: x + y),
+    ("sub", lambda x, y: x - y),
+    ("mul", lambda x, y: x * y),
+    ("lt", lambda x, y: x < y),
+    ("eq", lambda x, y: x == y),
+    ("ge", lambda x, y: torch.ge(x, y)),
+]
+UNARY = [("neg", lambda x: -x), ("abs", torch.abs), ("relu", torch.relu)]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_replayed_calls_equal_cpu(dtype, monkeypatch) -> None:
+    """Every layout and op twice: the first call records, the second is the replay alone."""
+    replay.clear()
+    cases = []
+    for x, y in _layouts(dtype):
+        dx, dy = x.to("mydev"), y.to("mydev")
+        for name, call in BINARY:
+            cases.append((name, lambda f=call, p=dx, q=dy: f(p, q), call(x, y)))
+        for name, call in UNARY:
+            if name == "neg" or dtype != torch.bool:
+                cases.append((name, lambda f=call, p=dx: f(p), call(x)))
+    firsts = [make() for _, make, _ in cases]
+    assert sum(len(t) for t in replay.TABLES.values()) > 0
+    _python_path_forbidden(monkeypatch)
+    for (name, make, expected), first in zip(cases, firsts, strict=True):
+        got = make()
+        assert got.device.type == "mydev", name
+        assert got.dtype == expected.dtype and got.shape == expected.shape, name
+        assert got.stride() == expected.stride(), name
+        assert same_bits(got.cpu(), expected), name
+        assert same_bits(first.cpu(), expected), name
+
+
+def test_steps_aside_for_what_it_cannot_check(monkeypatch) -> None:
+    """None (the Python path answers) for numbers, lazy bits, unknown signatures and a
+    storage smaller than the recorded layout."""
+    replay.clear()
+    a = torch.arange(12.0).reshape(3, 4).to("mydev")
+    b = torch.ones(3, 4, device="mydev")
+    a + b  # recorded
+    table = replay.TABLES["add"]
+    assert replay.replay(table, a, b) is not None
+    assert replay.replay(table, a, 2.0) is None  # a number
+    assert replay.replay(table, a, b.neg()._neg_view()) is None  # a lazy bit
+    assert replay.replay(table, a, b.t()) is None  # not recorded
+    view = torch.empty(0, device="mydev")
+    view.set_(a.untyped_storage(), 0, (3, 4), (4, 1))
+    view.untyped_storage().resize_(16)  # now holds 4 of the 12 elements
+    assert replay.replay(table, view, b) is None
+    with pytest.raises((IndexError, RuntimeError)):
+        view + b  # the Python path refuses to read past the storage
+
+
+def test_output_on_the_operands_device_and_tables_bounded(monkeypatch) -> None:
+    replay.clear()
+    a = torch.ones(4, device="mydev:1")
+    a + a
+    again = replay.replay(replay.TABLES["add"], a, a)
+    assert again.device == torch.device("mydev", 1)
+    monkeypatch.setattr(replay, "TABLE_SIZE", 2)
+    for n in range(1, 6):
+        x = torch.ones(n, device="mydev")
+        x * x
+        assert len(replay.TABLES["mul"]) <= 2
+
+
+def test_integer_division_by_zero_and_large_layouts_are_not_recorded() -> None:
+    replay.clear()
+    a = torch.ones(4, dtype=torch.int64, device="mydev")
+    torch.div(a, a, rounding_mode="floor")  # div is not replayed: its key holds more
+    big = torch.ones(1 << 22, device="mydev")
+    big + big  # a parallel loop: its cost is the loop, not the call
+    assert len(replay.TABLES["add"]) == 0
+
+
+def test_replay_rejects_a_bad_table() -> None:
+    a = torch.ones(2, device="mydev")
+    with pytest.raises(TypeError):
+        _C._replay([], a, a)

@@ -1,0 +1,89 @@
+"""Decides nothing: hands the stub a record of each elementwise call signature Python answered.
+
+The per-call path of a functional elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)``)
+repeats what the signature's ``Entry`` already decided: allocate the output, call the loop.
+``_C._replay(table, a[, b])`` does that in one stub call, below Python's per-call cost: it
+reads the tensors' layout key, finds the record, checks the storages hold the layout,
+allocates, and calls the loop through a numba C entry point (``kernels/_replay_loops.py``).
+Records are made here from entries the Python path made (``record``), one table per op, for
+the calls whose entry depends on nothing but the tensors' layouts: functional, every
+operand a mydev tensor, ``alpha`` the default 1, a loop small enough to run serially. A
+call the table does not know goes to the Python path, which raises, plans or records.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torch_mydev import _C
+
+__all__ = ["TABLES", "TABLE_SIZE", "clear", "record", "replay"]
+
+replay = _C._replay
+TABLE_SIZE = 4096  # records per op; a full table is emptied (records are remade on use)
+# op -> {signature key: record}; add/sub/mul, the comparisons, neg, abs, relu.
+TABLES: dict[str, dict[bytes, tuple]] = {
+    name: {} for name in ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs")
+}
+TABLES["relu"] = {}
+_META_WORDS = 8
+
+
+def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
+    """Record ``entry`` (an ``elementwise_entries.Entry`` whose loop is ``kind``:
+    ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
+    (a large layout: its cost is the loop, not the call) is not recorded."""
+    from torch_mydev.kernels import _replay_loops as loops
+    from torch_mydev.kernels.elementwise import ParallelKernel
+
+    if isinstance(entry.kernel, ParallelKernel) or not entry.extents[0]:
+        return
+    args = entry.args
+    if kind == "binary":
+        out_t, a_t, b_t, meta, strides, shape, value = args
+        address = loops.binary_entry(out_t.dtype.type, a_t.dtype.type, b_t.dtype.type, type(value))
+        params = _pack(meta, strides, shape, value)
+    elif kind == "compare":
+        out_t, a_t, meta, strides, shape = args
+        address = loops.compare_entry(out_t.dtype.type, a_t.dtype.type)
+        params = _pack(meta, strides, shape)
+    else:
+        lane, meta, strides, shape = args
+        address = loops.unary_entry(lane.dtype.type)
+        params = _pack(meta, strides, shape)
+    extents = entry.extents
+    if len(table) >= TABLE_SIZE:
+        table.clear()
+    table[key] = (
+        entry.sizes,
+        entry.strides,
+        entry.dtype,
+        entry.device,
+        address,
+        params.ctypes.data,
+        extents[1],
+        extents[2] if len(extents) > 2 else 0,
+        params,  # keeps the block alive
+    )
+
+
+def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
+    """The parameter block ``_replay_loops`` reads: ndim, meta (8 words), shape, strides,
+    then the compute value's bytes."""
+    ndim = shape.shape[0]
+    head = 1 + _META_WORDS + ndim + strides.size
+    params = np.zeros(head + 2, dtype=np.int64)
+    params[0] = ndim
+    params[1 : 1 + meta.shape[0]] = meta
+    params[1 + _META_WORDS : 1 + _META_WORDS + ndim] = shape
+    params[1 + _META_WORDS + ndim : head] = strides.reshape(-1)
+    if value is not None:
+        raw = np.frombuffer(np.asarray(value).tobytes(), dtype=np.uint8)
+        params.view(np.uint8)[8 * head : 8 * head + raw.size] = raw
+    return params
+
+
+def clear() -> None:
+    """Forget every record (the tests' way to start from the Python path)."""
+    for table in TABLES.values():
+        table.clear()
