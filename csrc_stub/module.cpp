@@ -381,6 +381,107 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
   END_HANDLE_TH_ERRORS
 }
 
+// _replay_copy(table, dst, src): `dst.copy_(src)` (returns dst), or with dst None a new
+// tensor laid out by the record filled from src (clone), for a layout pair Python has
+// recorded (torch_mydev/ops/replay.py `record_copy`). The record is
+//   (sizes, strides, dtype, device, unit, dst_extent, src_extent, entry, params)
+// (the first four only for a new tensor): the unit both start addresses must be multiples
+// of, the bytes each storage must hold from its first element, and the numba C entry of the
+// copy loop with its parameters. One storage on both sides (Copy.cpp's overlap rules), a
+// lazy bit, a misaligned address or a storage too small answer None: the Python path runs.
+PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != 3 || !PyDict_CheckExact(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "_replay_copy(table, dst or None, src)");
+    return nullptr;
+  }
+  const bool into = args[1] != Py_None;
+  if (!THPVariable_Check(args[2]) || (into && !THPVariable_Check(args[1]))) {
+    Py_RETURN_NONE;
+  }
+  PyObject* operands[2] = {args[1], args[2]};
+  const at::Tensor* tensors[2];
+  LayoutKey key;
+  int64_t flags_any = 0;
+  bool error = false;
+  const Py_ssize_t n = into ? 2 : 1;
+  if (!read_layouts(into ? operands : operands + 1, n, tensors, key, flags_any, error) ||
+      flags_any != 0) {
+    if (error) {
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+  PyObject* lookup = key_bytes(key);
+  if (lookup == nullptr) {
+    return nullptr;
+  }
+  PyObject* record = PyDict_GetItemWithError(args[0], lookup);  // borrowed
+  Py_DECREF(lookup);
+  if (record == nullptr) {
+    if (PyErr_Occurred()) {
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+  TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 9, "_replay_copy: bad record");
+  const long long unit = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 4));
+  const long long extents[2] = {
+      PyLong_AsLongLong(PyTuple_GET_ITEM(record, 5)), PyLong_AsLongLong(PyTuple_GET_ITEM(record, 6))};
+  const auto entry = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(record, 7));
+  const auto params = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 8));
+  if (PyErr_Occurred()) {
+    return nullptr;
+  }
+  TORCH_CHECK(unit > 0, "_replay_copy: bad record unit");
+  const at::Tensor& src = *tensors[into ? 1 : 0];
+  uintptr_t starts[2] = {0, start_of(src)};
+  const at::Tensor* sides[2] = {into ? tensors[0] : nullptr, &src};
+  for (int i = into ? 0 : 1; i < 2; ++i) {
+    const at::Tensor& t = *sides[i];
+    if (i == 0) {
+      starts[0] = start_of(t);
+      if (t.storage().data() == src.storage().data()) {
+        Py_RETURN_NONE;  // one storage: Copy.cpp's same-data and overlap rules
+      }
+    }
+    const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
+    if (extents[i] < 0 || end < starts[i] ||
+        end - starts[i] < static_cast<uintptr_t>(extents[i])) {
+      Py_RETURN_NONE;
+    }
+  }
+  at::Tensor out;
+  if (!into) {
+    c10::SmallVector<int64_t, 8> sizes;
+    c10::SmallVector<int64_t, 8> strides;
+    if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay_copy: sizes", sizes) ||
+        !read_ints(PyTuple_GET_ITEM(record, 1), "_replay_copy: strides", strides)) {
+      return nullptr;
+    }
+    PyObject* dtype = PyTuple_GET_ITEM(record, 2);
+    TORCH_CHECK(THPDtype_Check(dtype), "_replay_copy: bad record dtype");
+    const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
+    if (index == -1 && PyErr_Occurred()) {
+      return nullptr;
+    }
+    out = empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
+    starts[0] = start_of(out);
+  }
+  if ((starts[0] | starts[1]) % static_cast<uintptr_t>(unit) != 0) {
+    Py_RETURN_NONE;  // the Python path picks a smaller unit
+  }
+  using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
+  reinterpret_cast<Loop>(entry)(
+      static_cast<int64_t>(starts[0]), static_cast<int64_t>(starts[1]), 0, params);
+  if (into) {
+    Py_INCREF(args[1]);
+    return args[1];
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 // _adopt(tensor, index): adopt_cpu_result for Python, or None. The tensor is read in place
 // from its Python object (no new reference), so "nothing else holds it" is exact.
 PyObject* adopt_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -415,6 +516,10 @@ PyMethodDef kFastMethods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replay)),
      METH_FASTCALL,
      "(table, a[, b]) -> the output of a recorded elementwise call signature, else None"},
+    {"_replay_copy",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replay_copy)),
+     METH_FASTCALL,
+     "(table, dst or None, src) -> dst, or a new tensor, for a recorded copy; else None"},
     {"_adopt",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(adopt_py)),
      METH_FASTCALL,

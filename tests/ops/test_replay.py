@@ -125,3 +125,96 @@ def test_replay_rejects_a_bad_table() -> None:
     a = torch.ones(2, device="mydev")
     with pytest.raises(TypeError):
         _C._replay([], a, a)
+
+
+# ---- copies ------------------------------------------------------------------------------
+
+
+def _copy_python_path_forbidden(monkeypatch):
+    from torch_mydev.ops import conversions, copy
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded copy")
+
+    monkeypatch.setattr(copy, "_signature", refuse)
+    monkeypatch.setattr(conversions, "_signature", refuse)
+
+
+COPY_DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.bool, torch.complex64]
+
+
+def _sources(dtype: torch.dtype) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(2, 3, 16, 16, generator=g) * 20).to(dtype)
+    return [
+        x,  # contiguous: one byte range
+        x.transpose(2, 3),  # a transpose
+        x.contiguous(memory_format=torch.channels_last),  # a tiny channel dim (planes)
+        x[:, 1:, ::2, 3:],  # sliced with steps and an offset
+        x[:1, :1].expand(2, 3, 16, 16),  # expanded (stride 0)
+    ]
+
+
+@pytest.mark.parametrize("dtype", COPY_DTYPES)
+def test_replayed_copies_equal_cpu(dtype, monkeypatch) -> None:
+    """copy_ (mydev <- mydev, mydev <- CPU, CPU <- mydev) and clone / contiguous in both
+    memory formats: the second call of each is the stub's replay alone, bit for bit CPU's."""
+    replay.clear()
+    cases = []
+    for x in _sources(dtype):
+        if x.stride()[0]:  # the same sizes, strides and values on mydev
+            d = torch.empty_strided(x.shape, x.stride(), dtype=dtype, device="mydev").copy_(x)
+        else:
+            d = x[:1, :1].to("mydev").expand(x.shape)
+        dst_dev = torch.empty(x.shape, dtype=dtype, device="mydev")
+        dst_cpu = torch.empty(x.shape, dtype=dtype)
+        cases += [
+            (lambda a=dst_dev, b=d: a.copy_(b), x.contiguous()),
+            (lambda a=dst_dev, b=x: a.copy_(b), x.contiguous()),
+            (lambda a=dst_cpu, b=d: a.copy_(b), x.contiguous()),
+            (lambda b=d: b.contiguous(), x.contiguous()),
+            (lambda b=d: b.clone(), x.clone()),
+            (
+                lambda b=d: b.contiguous(memory_format=torch.channels_last),
+                x.contiguous(memory_format=torch.channels_last),
+            ),
+        ]
+    firsts = [make() for make, _ in cases]
+    firsts = [f.clone() if f.device.type == "cpu" else f.cpu() for f in firsts]
+    assert replay.COPY and replay.NEW_COPY
+    _copy_python_path_forbidden(monkeypatch)
+    agains = [make() for make, _ in cases]
+    monkeypatch.undo()  # .cpu() below is a copy of its own
+    for (_, expected), first, got in zip(cases, firsts, agains, strict=True):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.stride() == expected.stride()
+        assert same_bits(got.cpu(), expected) and same_bits(first, expected)
+
+
+def test_copy_replay_steps_aside(monkeypatch) -> None:
+    """One storage on both sides, a lazy bit, a storage too small or an address that is not
+    a multiple of the recorded unit: None, and the Python path answers as CPU does."""
+    replay.clear()
+    x = torch.arange(64.0).reshape(8, 8)
+    d = x.to("mydev")
+    dst = torch.empty(8, 8, device="mydev")
+    dst.copy_(d.t())  # recorded
+    assert replay.replay_copy(replay.COPY, dst, d.t()) is dst
+    assert replay.replay_copy(replay.COPY, d, d.t()) is None  # one storage
+    z = torch.randn(8, 8, dtype=torch.complex64)
+    dz, dzt = z.to("mydev"), torch.empty(8, 8, dtype=torch.complex64, device="mydev")
+    dzt.copy_(dz)
+    assert replay.replay_copy(replay.COPY, dzt, dz.conj()) is None  # a lazy bit
+    assert torch.equal(dzt.copy_(dz.conj()).cpu(), z.conj())
+    # the same layout one element further on: same key, start no longer a multiple of 8
+    pairs = torch.arange(2 * 64.0 + 1).to("mydev")
+    src = pairs[:128].view(8, 8, 2).transpose(0, 1)  # 8-byte runs: unit 8
+    out = torch.empty(8, 8, 2, device="mydev")
+    out.copy_(src)
+    record = replay.COPY.get(next(iter(replay.COPY)), None)
+    assert record is not None
+    shifted = pairs[1:].as_strided(src.shape, src.stride())
+    expected = pairs.cpu()[1:].as_strided(src.shape, src.stride())
+    got = replay.replay_copy(replay.COPY, out, shifted)
+    assert got is None or torch.equal(out.cpu(), expected)
+    assert torch.equal(out.copy_(shifted).cpu(), expected)

@@ -1,4 +1,4 @@
-"""C entry points of the elementwise loops, for the stub's per-call replay (``_C._replay``).
+"""C entry points of the elementwise and copy loops, for the stub's per-call replay.
 
 Each entry is a ``numba.cfunc`` of one C signature, ``int64 (int64 out, int64 a, int64 b,
 int64 params)``: three element addresses and the address of a packed ``int64`` parameter
@@ -10,7 +10,10 @@ keeps each entry on disk, keyed by them).
 
 Parameter block, in ``int64`` words: ``ndim``, the loop's 8-word ``meta`` (unused words 0),
 ``shape[ndim]``, ``strides[rows, ndim]`` (rows: 3 for binary/compare, 2 for unary), then the
-compute value's bytes (binary only).
+compute value's bytes (binary only). The copy entries (``_C._replay_copy``) take the
+destination and source addresses and ``dst_units``, ``src_units``, ``width`` and the three
+tail words of the loop, then ``shape``, ``dst_strides`` and ``src_strides`` (``ndim``
+words each), after ``ndim``; a contiguous copy's block is its byte count.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
+from ._copy_planes import copy_planes_at
 from ._elementwise_loops import binary_at, compare_at, unary_at
+from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
 
 C_SIGNATURE = types.int64(types.int64, types.int64, types.int64, types.int64)
 META_WORDS = 8
@@ -87,3 +92,62 @@ def unary_entry(lane_t: type) -> int:
         return unary_at(out, a, lane, meta, strides, shape)
 
     return numba.cfunc(C_SIGNATURE, **_JIT)(unary_replay).address
+
+
+@numba.njit(inline="always", **_JIT)
+def _copy_words(params, ndim):
+    """A copy block's 7 head words, ``shape``, ``dst_strides`` and ``src_strides``."""
+    head = numba.carray(_pointer_of(params, np.int64), 7)
+    shape = numba.carray(_pointer_of(params + 56, np.int64), ndim)
+    dst_strides = numba.carray(_pointer_of(params + 56 + 8 * ndim, np.int64), ndim)
+    src_strides = numba.carray(_pointer_of(params + 56 + 16 * ndim, np.int64), ndim)
+    return head, shape, dst_strides, src_strides
+
+
+@functools.cache
+def move_entry() -> int:
+    """The address of ``move_bytes_at``'s C entry (a contiguous copy: one byte range)."""
+
+    def move_replay(dst, src, unused, params):
+        move_bytes_at(dst, src, numba.carray(_pointer_of(params, np.int64), 1)[0])
+        return 0
+
+    return numba.cfunc(C_SIGNATURE, **_JIT)(move_replay).address
+
+
+@functools.cache
+def strided_entry(loop: str, unit_t: type) -> int:
+    """The address of the C entry of a strided copy loop (``"range"``, ``"tiles"`` or
+    ``"planes"``) over units of ``unit_t``."""
+
+    if loop == "range":
+
+        def range_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_range_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5])
+            return 0
+
+        body = range_replay
+    elif loop == "tiles":
+
+        def tiles_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_tiles_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            return 0
+
+        body = tiles_replay
+    else:
+
+        def planes_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_planes_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            return 0
+
+        body = planes_replay
+    return numba.cfunc(C_SIGNATURE, **_JIT)(body).address

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
+from torch_mydev.ops import replay
 from torch_mydev.ops.copy import CopyEntry, _check_dtype, copy_into_new, entry_for
 from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
 from torch_mydev_rules.iterator.cache import LRUCache
@@ -24,6 +25,11 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
 
     ``self`` is on mydev (clone dispatches on it), and so is the result.
     """
+    records = replay.NEW_COPY.get(memory_format)
+    if records is not None:  # a recorded layout, in one stub call
+        result = replay.replay_copy(records, None, self)
+        if result is not None:
+            return result
     signature = _signature(self)  # None, or (key, lazy bits, start, base, storage bytes)
     if signature is not None:
         key, lazy_bits, start, base, nbytes = signature
@@ -34,6 +40,10 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
     new = _by_signature.peek((key, None, memory_format))
     if new is None:
         new = _new_copy((key, None, memory_format), self, self.dtype, memory_format, self.device)
+    records = replay.NEW_COPY.setdefault(memory_format, {})
+    if key not in records and new.index is not None:
+        layout = (new.sizes, new.strides, new.dtype, new.index)
+        replay.record_copy(records, key, new.entry.prepared, layout)
     return new.fill(new.allocate(), self, start, base + nbytes - start)
 
 

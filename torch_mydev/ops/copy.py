@@ -24,6 +24,7 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.kernels import copy as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev.ops import replay
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.cache import LRUCache, cached_build
@@ -55,6 +56,10 @@ _entries: LRUCache[tuple, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
 _by_signature: LRUCache[bytes, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
 
 
+_RECORDS = replay.COPY
+_replay_copy = replay.replay_copy
+
+
 def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """aten::copy_ for PrivateUse1: write ``src`` (broadcast, cast) into ``self``.
 
@@ -63,6 +68,9 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
     keyed by the two tensors' layout signature (``_C._signature``, one stub call that also
     reads the addresses); what is left per call is O(1) Python work on the two storages.
     """
+    result = _replay_copy(_RECORDS, self, src)  # a recorded layout pair, in one stub call
+    if result is not None:
+        return result
     if self is src:
         return self
     facts = _signature(self, src)
@@ -81,6 +89,8 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         # One storage (or two empty ones): Copy.cpp's same-data and overlap rules apply.
         return _copy_shared(self, src, entry)
     # Different storages never overlap: no same-data exit, no partial overlap, no aliasing.
+    if not entry.complex_to_real and key not in _RECORDS:
+        replay.record_copy(_RECORDS, key, entry.prepared)
     entry.run(
         self,
         dst_start,

@@ -17,15 +17,29 @@ import numpy as np
 
 from torch_mydev import _C
 
-__all__ = ["TABLES", "TABLE_SIZE", "clear", "record", "replay"]
+__all__ = [
+    "COPY",
+    "NEW_COPY",
+    "TABLES",
+    "TABLE_SIZE",
+    "clear",
+    "record",
+    "record_copy",
+    "replay",
+    "replay_copy",
+]
 
 replay = _C._replay
+replay_copy = _C._replay_copy
 TABLE_SIZE = 4096  # records per op; a full table is emptied (records are remade on use)
 # op -> {signature key: record}; add/sub/mul, the comparisons, neg, abs, relu.
 TABLES: dict[str, dict[bytes, tuple]] = {
     name: {} for name in ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs")
 }
 TABLES["relu"] = {}
+# copy_: {signature of (dst, src): record}; clone: memory format -> {signature of src: record}
+COPY: dict[bytes, tuple] = {}
+NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 _META_WORDS = 8
 
 
@@ -67,6 +81,56 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     )
 
 
+def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple = ()) -> None:
+    """Record a same-dtype copy set up as ``prepared`` (a ``kernels.PreparedCopy`` whose
+    serial loop runs it) under ``key``; ``layout`` is ``(sizes, strides, dtype, device
+    index)`` of the new tensor a clone makes (empty for ``copy_``). A copy of nothing or a
+    parallel one is not recorded."""
+    from torch_mydev.kernels import _replay_loops as loops
+
+    if prepared is None or prepared.serial is None or not prepared.numel:
+        return
+    if prepared.loop is None:  # one byte range
+        address = loops.move_entry()
+        params = np.array([prepared.nbytes], dtype=np.int64)
+    else:
+        loop = prepared.loop
+        kind = "planes" if loop.blocks else "tiles" if loop.tiles else "range"
+        dst_units, src_units, dst_strides, src_strides, shape, width, lane, *tail = (
+            prepared.serial_args
+        )
+        tail = (*tail, 0)[:3]
+        address = loops.strided_entry(kind, lane.dtype.type)
+        params = np.array(
+            [
+                shape.shape[0],
+                dst_units,
+                src_units,
+                width,
+                *tail,
+                *shape,
+                *dst_strides,
+                *src_strides,
+            ],
+            dtype=np.int64,
+        )
+    if len(table) >= TABLE_SIZE:
+        table.clear()
+    sizes, strides, dtype, index = layout or (None, None, None, -1)
+    extents = (prepared.dst_extent, prepared.src_extent)
+    table[key] = (
+        sizes,
+        strides,
+        dtype,
+        index,
+        prepared.unit,
+        *extents,
+        address,
+        params.ctypes.data,
+        params,
+    )
+
+
 def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
     """The parameter block ``_replay_loops`` reads: ndim, meta (8 words), shape, strides,
     then the compute value's bytes."""
@@ -85,5 +149,5 @@ def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) 
 
 def clear() -> None:
     """Forget every record (the tests' way to start from the Python path)."""
-    for table in TABLES.values():
+    for table in (*TABLES.values(), COPY, *NEW_COPY.values()):
         table.clear()
