@@ -40,8 +40,9 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
     new = _by_signature.peek((key, None, memory_format))
     if new is None:
         new = _new_copy((key, None, memory_format), self, self.dtype, memory_format, self.device)
+        return new.fill(new.allocate(), self, start, base + nbytes - start)
     records = replay.NEW_COPY.setdefault(memory_format, {})
-    if key not in records and new.index is not None:
+    if key not in records and new.index is not None:  # a second call: the stub replays the third
         layout = (new.sizes, new.strides, new.dtype, new.index)
         replay.record_copy(records, key, new.entry.prepared, layout)
     return new.fill(new.allocate(), self, start, base + nbytes - start)

@@ -81,6 +81,7 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
     if lazy_bits:  # a conjugate or negative bit on either side
         return _copy_lazy_bits(self, src)
     entry = _by_signature.peek(key)
+    repeat = entry is not None
     if entry is None:
         _check_copy_args(self, src)
         entry = copy_entry(self, src)  # raises for a destination that overlaps itself
@@ -89,8 +90,8 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         # One storage (or two empty ones): Copy.cpp's same-data and overlap rules apply.
         return _copy_shared(self, src, entry)
     # Different storages never overlap: no same-data exit, no partial overlap, no aliasing.
-    if not entry.complex_to_real and key not in _RECORDS:
-        replay.record_copy(_RECORDS, key, entry.prepared)
+    if repeat and not entry.complex_to_real and key not in _RECORDS:
+        replay.record_copy(_RECORDS, key, entry.prepared)  # the stub replays the third call
     entry.run(
         self,
         dst_start,

@@ -169,7 +169,7 @@ def fast_binary(
     if number is None:
         if b_base + b_nbytes - b_start < extents[2] or (inplace and b_base == a_base):
             return None
-        if not inplace:  # a recorded call reaches here only after its table was emptied
+        if not inplace:  # a signature's second call: from the third on the stub replays it
             _replay_record(name, mode, key, entry, alpha_key, inplace)
     else:
         b_start = entry.constant_address if constant is None else constant.ctypes.data
@@ -219,8 +219,6 @@ def _first_binary(
         )
     entry = _binary_entry(name, mode, self, other, alpha, inplace)
     _entries.put(cache_key, entry)
-    if isinstance(other, torch.Tensor) and entry is not GENERAL:
-        _replay_record(name, mode, cache_key[2], entry, cache_key[4], inplace)
     if not isinstance(other, torch.Tensor):
         _by_number_type.put(_type_key(cache_key, other), entry)
     return result
@@ -306,14 +304,11 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
         if self.is_complex() and name == "abs":
             return None
         result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
-        entry = _unary_entry(name, self, inplace)
-        _entries.put(cache_key, entry)
-        if not inplace and entry is not GENERAL:
-            replay.record(replay.TABLES[name], key, "unary", entry)
+        _entries.put(cache_key, _unary_entry(name, self, inplace))
         return result
     if entry is GENERAL:
         return None
-    if not inplace and key not in replay.TABLES[name]:  # its table was emptied
+    if not inplace and key not in replay.TABLES[name]:  # a second call: recorded for the stub
         replay.record(replay.TABLES[name], key, "unary", entry)
     if a_base + a_nbytes - a_start < entry.extents[1]:
         return None

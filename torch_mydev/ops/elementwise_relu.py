@@ -247,14 +247,11 @@ def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     entry = _entries.peek(cache_key)
     if entry is None:
         result = _general_relu(self, inplace)
-        entry = _relu_entry(self, inplace)
-        _entries.put(cache_key, entry)
-        if not inplace and entry is not GENERAL:
-            replay.record(_RELU, key, "binary", entry)
+        _entries.put(cache_key, _relu_entry(self, inplace))
         return result
     if entry is GENERAL or a_base + a_nbytes - a_start < entry.extents[1]:
         return None
-    if not inplace and key not in _RELU:  # its table was emptied
+    if not inplace and key not in _RELU:  # a second call: recorded for the stub
         replay.record(_RELU, key, "binary", entry)
     if inplace:
         out, out_start = self, a_start

@@ -4,8 +4,10 @@ The per-call path of a functional elementwise op (``a + b``, ``a < b``, ``-a``, 
 repeats what the signature's ``Entry`` already decided: allocate the output, call the loop.
 ``_C._replay(table, a[, b])`` does that in one stub call, below Python's per-call cost: it
 reads the tensors' layout key, finds the record, checks the storages hold the layout,
-allocates, and calls the loop through a numba C entry point (``kernels/_replay_loops.py``).
-Records are made here from entries the Python path made (``record``), one table per op, for
+allocates, and calls the loop through a numba C entry point
+(``kernels/_replay_elementwise.py``, ``_replay_copy.py``).
+Records are made here from entries the Python path made (``record``), on a signature's
+second call (a one-off call never loads the entry points), one table per op, for
 the calls whose entry depends on nothing but the tensors' layouts: functional, every
 operand a mydev tensor, ``alpha`` the default 1, a loop small enough to run serially. A
 call the table does not know goes to the Python path, which raises, plans or records.
@@ -47,7 +49,7 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     """Record ``entry`` (an ``elementwise_entries.Entry`` whose loop is ``kind``:
     ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
     (a large layout: its cost is the loop, not the call) is not recorded."""
-    from torch_mydev.kernels import _replay_loops as loops
+    from torch_mydev.kernels import _replay_elementwise as loops
     from torch_mydev.kernels.elementwise import ParallelKernel
 
     if isinstance(entry.kernel, ParallelKernel) or not entry.extents[0]:
@@ -86,7 +88,7 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
     serial loop runs it) under ``key``; ``layout`` is ``(sizes, strides, dtype, device
     index)`` of the new tensor a clone makes (empty for ``copy_``). A copy of nothing or a
     parallel one is not recorded."""
-    from torch_mydev.kernels import _replay_loops as loops
+    from torch_mydev.kernels import _replay_copy as loops
 
     if prepared is None or prepared.serial is None or not prepared.numel:
         return
@@ -132,7 +134,7 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
 
 
 def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
-    """The parameter block ``_replay_loops`` reads: ndim, meta (8 words), shape, strides,
+    """The parameter block ``_replay_elementwise`` reads: ndim, meta (8 words), shape, strides,
     then the compute value's bytes."""
     ndim = shape.shape[0]
     head = 1 + _META_WORDS + ndim + strides.size

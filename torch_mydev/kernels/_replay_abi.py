@@ -1,0 +1,28 @@
+"""The C calling convention of the loops' entry points for the stub's per-call replay.
+
+Every entry is a ``numba.cfunc`` of one C signature, ``int64 (int64 out, int64 a, int64 b,
+int64 params)``: element addresses and the address of a packed ``int64`` parameter block,
+read back into the arrays and values the loop takes (``_replay_elementwise``,
+``_replay_copy``). Entries are compiled per combination of lane types (closure constants,
+which numba freezes into the machine code; ``cache=True`` keeps each on disk, keyed by
+them), on the first record of a layout that needs one.
+"""
+
+from __future__ import annotations
+
+from numba import types
+from numba.extending import intrinsic
+
+C_SIGNATURE = types.int64(types.int64, types.int64, types.int64, types.int64)
+JIT = {"cache": True, "nogil": True}
+
+
+@intrinsic
+def pointer_of(typingctx, address, cls):
+    """``address`` as a pointer to elements of the number class ``cls`` (``np.float32``)."""
+    pointer = types.CPointer(cls.instance_type)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(pointer))
+
+    return pointer(address, cls), codegen

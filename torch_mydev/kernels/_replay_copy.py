@@ -1,0 +1,79 @@
+"""C entry points of the same-dtype copy loops, for the stub's ``_C._replay_copy``.
+
+The bodies unpack a parameter block and call ``move_bytes_at`` or the DimCounter, tiled or
+planes loop, the compiled loops the Python path calls. Block, in ``int64`` words: a
+contiguous copy's byte count; else ``ndim``, ``dst_units``, ``src_units``, ``width``, the
+loop's three tail words, then ``shape``, ``dst_strides`` and ``src_strides`` (``ndim`` words
+each).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from ._copy_planes import copy_planes_at
+from ._replay_abi import C_SIGNATURE, JIT
+from ._replay_abi import pointer_of as _pointer_of
+from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
+
+
+@numba.njit(inline="always", **JIT)
+def _copy_words(params, ndim):
+    """A copy block's 7 head words, ``shape``, ``dst_strides`` and ``src_strides``."""
+    head = numba.carray(_pointer_of(params, np.int64), 7)
+    shape = numba.carray(_pointer_of(params + 56, np.int64), ndim)
+    dst_strides = numba.carray(_pointer_of(params + 56 + 8 * ndim, np.int64), ndim)
+    src_strides = numba.carray(_pointer_of(params + 56 + 16 * ndim, np.int64), ndim)
+    return head, shape, dst_strides, src_strides
+
+
+@functools.cache
+def move_entry() -> int:
+    """The address of ``move_bytes_at``'s C entry (a contiguous copy: one byte range)."""
+
+    def move_replay(dst, src, unused, params):
+        move_bytes_at(dst, src, numba.carray(_pointer_of(params, np.int64), 1)[0])
+        return 0
+
+    return numba.cfunc(C_SIGNATURE, **JIT)(move_replay).address
+
+
+@functools.cache
+def strided_entry(loop: str, unit_t: type) -> int:
+    """The address of the C entry of a strided copy loop (``"range"``, ``"tiles"`` or
+    ``"planes"``) over units of ``unit_t``."""
+
+    if loop == "range":
+
+        def range_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_range_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5])
+            return 0
+
+        body = range_replay
+    elif loop == "tiles":
+
+        def tiles_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_tiles_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            return 0
+
+        body = tiles_replay
+    else:
+
+        def planes_replay(dst, src, unused, params):
+            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            h, shape, ds, ss = _copy_words(params, ndim)
+            lane = numba.carray(_pointer_of(dst, unit_t), 0)
+            copy_planes_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            return 0
+
+        body = planes_replay
+    return numba.cfunc(C_SIGNATURE, **JIT)(body).address

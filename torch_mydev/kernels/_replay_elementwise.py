@@ -1,0 +1,70 @@
+"""C entry points of the elementwise loops, for the stub's ``_C._replay``.
+
+The bodies only unpack a parameter block and call ``binary_at`` / ``compare_at`` /
+``unary_at``, the compiled loops the Python path calls, so the bytes written are the same.
+Block, in ``int64`` words: ``ndim``, the loop's 8-word ``meta`` (unused words 0),
+``shape[ndim]``, ``strides[rows, ndim]`` (rows: 3 for binary/compare, 2 for unary), then the
+compute value's bytes (binary only).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from ._elementwise_loops import binary_at, compare_at, unary_at
+from ._replay_abi import C_SIGNATURE, JIT
+from ._replay_abi import pointer_of as _pointer_of
+
+META_WORDS = 8
+
+
+@functools.cache
+def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
+    """The address of ``binary_at``'s C entry for these lane types and compute value type."""
+
+    def binary_replay(out, a, b, params):
+        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
+        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
+        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (3, ndim))
+        value = numba.carray(_pointer_of(params + 72 + 32 * ndim, value_t), 1)[0]
+        out_lane = numba.carray(_pointer_of(out, out_t), 0)
+        a_lane = numba.carray(_pointer_of(a, a_t), 0)
+        b_lane = numba.carray(_pointer_of(b, b_t), 0)
+        return binary_at(out, a, b, out_lane, a_lane, b_lane, meta, strides, shape, value)
+
+    return numba.cfunc(C_SIGNATURE, **JIT)(binary_replay).address
+
+
+@functools.cache
+def compare_entry(out_t: type, a_t: type) -> int:
+    """The address of ``compare_at``'s C entry for these lane types."""
+
+    def compare_replay(out, a, b, params):
+        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
+        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
+        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (3, ndim))
+        out_lane = numba.carray(_pointer_of(out, out_t), 0)
+        a_lane = numba.carray(_pointer_of(a, a_t), 0)
+        return compare_at(out, a, b, out_lane, a_lane, meta, strides, shape)
+
+    return numba.cfunc(C_SIGNATURE, **JIT)(compare_replay).address
+
+
+@functools.cache
+def unary_entry(lane_t: type) -> int:
+    """The address of ``unary_at``'s C entry for this lane type (``b`` is ignored)."""
+
+    def unary_replay(out, a, b, params):
+        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
+        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
+        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (2, ndim))
+        lane = numba.carray(_pointer_of(out, lane_t), 0)
+        return unary_at(out, a, lane, meta, strides, shape)
+
+    return numba.cfunc(C_SIGNATURE, **JIT)(unary_replay).address
