@@ -167,6 +167,14 @@ def bench_floors(mode: Mode, out: Results) -> None:
         )
     )
     out.floors.append(("the whole op: mydev contiguous()", time_one(mode, dev.contiguous)))
+    for _ in range(3):  # planned, recorded, replayed
+        dst.copy_(dev)
+    out.floors.append(
+        (
+            "the whole op: mydev copy_ of the transpose (a recorded layout pair)",
+            time_one(mode, lambda: dst.copy_(dev)),
+        )
+    )
     cpu = dev.cpu()
     out.floors.append(("the whole op on torch CPU: contiguous()", time_one(mode, cpu.contiguous)))
     a, b = torch.randn(32, 32, device="mydev"), torch.randn(32, 32, device="mydev")
@@ -176,6 +184,17 @@ def bench_floors(mode: Mode, out: Results) -> None:
         (
             "the add kernel alone (32x32 contiguous, numba entry point on raw addresses)",
             time_one(mode, lambda: add.kernel(dst_address, a_address, b_address, *add.args)),
+        )
+    )
+    from torch_mydev.ops import replay
+
+    for _ in range(3):  # planned, recorded, replayed
+        a + b
+    out.floors.append(
+        (
+            "the stub's replay of a recorded a + b alone (_C._replay: key, checks, "
+            "allocation, loop)",
+            time_one(mode, lambda: replay.replay(replay.TABLES["add"], a, b)),
         )
     )
     out.floors.append(("the whole op: mydev a + b (32x32)", time_one(mode, lambda: a + b)))
