@@ -297,6 +297,26 @@ PyObject* event_elapsed_time(PyObject* /*module*/, PyObject* const* args, Py_ssi
   END_HANDLE_TH_ERRORS
 }
 
+// The record `table` holds for the layout key of the tensors `args[0..n)` (read into
+// `tensors`), borrowed; nullptr when there is none to use (not host strided tensors, a lazy
+// bit, no record) or, with a Python error set, on an error.
+PyObject* find_record(
+    PyObject* table, PyObject* const* args, Py_ssize_t n, const at::Tensor** tensors) {
+  LayoutKey key;
+  int64_t flags_any = 0;
+  bool error = false;
+  if (!read_layouts(args, n, tensors, key, flags_any, error) || flags_any != 0) {
+    return nullptr;
+  }
+  PyObject* lookup = key_bytes(key);
+  if (lookup == nullptr) {
+    return nullptr;
+  }
+  PyObject* record = PyDict_GetItemWithError(table, lookup);  // borrowed
+  Py_DECREF(lookup);
+  return record;
+}
+
 // _replay(table, a[, b]): the per-call path of an elementwise call signature Python has
 // recorded (torch_mydev/ops/replay.py), in one call. `table` maps a layout key (the
 // `_signature` bytes of the tensors) to a record
@@ -319,26 +339,9 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
     }
   }
   const at::Tensor* tensors[2];
-  LayoutKey key;
-  int64_t flags_any = 0;
-  bool error = false;
-  if (!read_layouts(args + 1, n, tensors, key, flags_any, error) || flags_any != 0) {
-    if (error) {
-      return nullptr;
-    }
-    Py_RETURN_NONE;
-  }
-  PyObject* lookup = key_bytes(key);
-  if (lookup == nullptr) {
-    return nullptr;
-  }
-  PyObject* record = PyDict_GetItemWithError(args[0], lookup);  // borrowed
-  Py_DECREF(lookup);
+  PyObject* record = find_record(args[0], args + 1, n, tensors);
   if (record == nullptr) {
-    if (PyErr_Occurred()) {
-      return nullptr;
-    }
-    Py_RETURN_NONE;
+    return PyErr_Occurred() ? nullptr : Py_NewRef(Py_None);
   }
   TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 8, "_replay: bad record");
   uintptr_t starts[2] = {0, 0};
@@ -401,28 +404,10 @@ PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t na
   }
   PyObject* operands[2] = {args[1], args[2]};
   const at::Tensor* tensors[2];
-  LayoutKey key;
-  int64_t flags_any = 0;
-  bool error = false;
-  const Py_ssize_t n = into ? 2 : 1;
-  if (!read_layouts(into ? operands : operands + 1, n, tensors, key, flags_any, error) ||
-      flags_any != 0) {
-    if (error) {
-      return nullptr;
-    }
-    Py_RETURN_NONE;
-  }
-  PyObject* lookup = key_bytes(key);
-  if (lookup == nullptr) {
-    return nullptr;
-  }
-  PyObject* record = PyDict_GetItemWithError(args[0], lookup);  // borrowed
-  Py_DECREF(lookup);
+  PyObject* record =
+      find_record(args[0], into ? operands : operands + 1, into ? 2 : 1, tensors);
   if (record == nullptr) {
-    if (PyErr_Occurred()) {
-      return nullptr;
-    }
-    Py_RETURN_NONE;
+    return PyErr_Occurred() ? nullptr : Py_NewRef(Py_None);
   }
   TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 9, "_replay_copy: bad record");
   const long long unit = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 4));
