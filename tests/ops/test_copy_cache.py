@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.ops.helpers import same_bits
-from torch_mydev.ops import conversions, factories
+from torch_mydev.ops import conversions, factories, replay
 from torch_mydev.ops import copy as copy_ops
 
 
@@ -98,6 +98,8 @@ def test_caches_stay_bounded():
         (copy_ops._by_signature, copy_ops.COPY_CACHE_SIZE),
         (conversions._layouts, conversions.LAYOUT_CACHE_SIZE),
         (conversions._by_signature, conversions.LAYOUT_CACHE_SIZE),
+        (replay.COPY, replay.TABLE_SIZE),
+        *((table, replay.TABLE_SIZE) for table in replay.NEW_COPY.values()),
     ):
         assert len(cache) <= size
 

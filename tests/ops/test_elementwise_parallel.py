@@ -4,8 +4,9 @@ Truth: the same call on CPU tensors with the same sizes, strides, offsets and va
 (``assert_matches`` of ``test_elementwise``: bit for bit, NaN positions only for NaN bits).
 The thresholds are lowered to one element here, so the small hypothesis layouts take the
 parallel path (``kernels.elementwise.ParallelKernel`` / ``_run_parallel``); a spy on
-``numba_threads`` proves each call went parallel. The per-signature entry cache is cleared
-around each test, so no entry prepared under the real thresholds is reused.
+``numba_threads`` proves each call went parallel. The per-signature entries and the stub's
+records of them are cleared around each test (``elementwise_entries.clear``), so nothing
+prepared under the real thresholds is reused.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ def spy(monkeypatch):
     monkeypatch.setattr(kernels, "BINARY_TILE", 3)  # tiles cut short at the dims' ends
     counter = _Spy(kernels.numba_threads)
     monkeypatch.setattr(kernels, "numba_threads", counter)
-    elementwise_entries._entries.clear()
+    elementwise_entries.clear()
     yield counter
-    elementwise_entries._entries.clear()
+    elementwise_entries.clear()
 
 
 def _check(spy, fn_cpu, fn_dev, twice=True):
@@ -130,7 +131,7 @@ def test_where_and_fill_in_parallel(spy, view, dtype, seed):
 
 def test_channels_last_plus_contiguous_at_the_real_thresholds():
     """The bench's case, tiled and parallel above the real threshold (64K elements)."""
-    elementwise_entries._entries.clear()
+    elementwise_entries.clear()
     a = torch.randn(2, 64, 24, 24).contiguous(memory_format=torch.channels_last)
     b = torch.randn(2, 64, 24, 24)
     da, db = a.to("mydev"), b.to("mydev")
@@ -139,4 +140,4 @@ def test_channels_last_plus_contiguous_at_the_real_thresholds():
         assert_matches(a * b, da * db)
         assert_matches(b - a, db - da)
     assert_matches(torch.where(a > 0, a, b), torch.where(da > 0, da, db))
-    elementwise_entries._entries.clear()
+    elementwise_entries.clear()

@@ -106,6 +106,14 @@ _signature = _C._signature
 _empty_strided = _C._empty_strided
 
 
+def clear() -> None:
+    """Forget every per-signature decision: the entries, their by-number-type index and the
+    stub's records of them (the next call of any signature plans again)."""
+    _entries.clear()
+    _by_number_type.clear()
+    replay.clear()
+
+
 def fast_binary(
     name: str,
     mode: str | None,
