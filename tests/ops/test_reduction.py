@@ -347,3 +347,18 @@ def test_repeated_signature_reads_each_tensor() -> None:
                     assert same_bits(got.cpu(), expected), (shape, op)
                 else:
                     assert torch.allclose(got.cpu(), expected, rtol=1e-5, atol=1e-3), (shape, op)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_recorded_call_checks_the_storage(op) -> None:
+    """A repeated call runs its recorded kernel, which still checks the input's storage: a
+    storage shrunk under a view of the recorded layout raises instead of being read past."""
+    x = torch.arange(48.0).to("mydev")
+    view = torch.empty(0, device="mydev").set_(x.untyped_storage(), 0, (6, 8), (8, 1))
+    for _ in range(2):  # planned and recorded, then run by the record
+        getattr(torch, op)(view, 1)
+    expected = getattr(torch, op)(torch.arange(48.0).view(6, 8), 1)
+    assert torch.equal(getattr(torch, op)(view, 1).cpu(), expected)
+    view.untyped_storage().resize_(64)  # 16 of its 48 elements left
+    with pytest.raises((IndexError, RuntimeError)):
+        getattr(torch, op)(view, 1)

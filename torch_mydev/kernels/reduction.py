@@ -213,6 +213,34 @@ def run(prepared: PreparedReduction, out: Buffer, inp: Buffer) -> None:
     _entry(name, prepared.lanes, args)(*head, *args)
 
 
+def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
+    """``run`` for a repeated call whose output is a new tensor the plan fits exactly:
+    ``run(out address, input address, bytes the input's storage holds from there)``, with
+    the entry point resolved once. The input's extent and alignment are still checked per
+    call (a view may sit nearer its storage's end); a plan that may run in parallel keeps
+    ``run``."""
+    if prepared.parallel is not None:
+        return lambda out, inp, available: run(
+            prepared, Buffer(out, prepared.extents[0]), Buffer(inp, available)
+        )
+    out_lane, in_lane = prepared.lanes
+    name, args = prepared.serial
+    entry = _entry(name, prepared.lanes, args)
+    out_units = _units(prepared.extents[0], out_lane)
+    in_units = _units(prepared.extents[1], in_lane)
+    tokens = (_token(out_lane), _token(in_lane))
+    extent, size = prepared.extents[1], in_lane.itemsize
+
+    def run_serial(out: int, inp: int, available: int) -> None:
+        if extent > available:
+            raise IndexError(f"the plan reaches byte {extent} of a {available}-byte buffer")
+        if inp % size:
+            raise ValueError("operand not aligned to its element size")
+        entry(out, inp, out_units, in_units, *tokens, *args)
+
+    return run_serial
+
+
 # ---- the exact replica of CPU's serial float sum (``_cascade_loops``) ------------------------
 
 # Below this many elements torch CPU sums on one thread (``at::internal::GRAIN_SIZE``).
@@ -269,6 +297,37 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
         np.zeros(1, dtype=accumulator),
     )
     return PreparedCascade(args, (extents[0], extents[1]), lane)
+
+
+def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, int, int], None]:
+    """``run_cascade`` for a repeated call whose output is a new tensor the plan fits
+    exactly, as ``runner``: the entry point resolved once, the input checked per call."""
+    global _cascade
+    if _cascade is None:
+        from . import load_numba_modules
+
+        (_cascade,) = load_numba_modules("_cascade_loops")
+    lane = prepared.lane
+    token = _token(lane)
+    key = ("cascade", lane, prepared.args[-1].dtype)
+    entry = _entries.get(key)
+    if entry is None:
+        from ._entry import entry_point
+
+        entry = entry_point(_cascade.cascade_at, 0, 0, 0, 0, token, token, *prepared.args, 0)
+        _entries[key] = entry
+    out_units = prepared.extents[0] // lane.itemsize
+    in_units = prepared.extents[1] // lane.itemsize
+    extent, size, args = prepared.extents[1], lane.itemsize, prepared.args
+
+    def run_recorded(out: int, inp: int, available: int) -> None:
+        if extent > available:
+            raise IndexError(f"the plan reaches byte {extent} of a {available}-byte buffer")
+        if inp % size:
+            raise ValueError("operand not aligned to its element size")
+        entry(out, inp, out_units, in_units, token, token, *args, divisor)
+
+    return run_recorded
 
 
 def run_cascade(prepared: PreparedCascade, out: Buffer, inp: Buffer, divisor: int = 0) -> None:

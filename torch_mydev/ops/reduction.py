@@ -29,7 +29,6 @@ reduction is computed into a temporary and copied (CPU reads what it already wro
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import torch
@@ -216,7 +215,7 @@ def _reduce(
     if written is not result:
         copy_(result, written)
     elif key is not None and source is self:
-        entries.record(key, result, partial(_reduction_run, prepared))
+        entries.record(key, result, kernels.runner(prepared))
     return result
 
 
@@ -243,7 +242,7 @@ def _exact_sum(
         return None
     if prepared is None or self.dtype != in_dtype:
         return None
-    return partial(_cascade_run, prepared, divisor)
+    return kernels.cascade_runner(prepared, divisor)
 
 
 def _cascade_sum(
@@ -274,20 +273,6 @@ def _cascade_sum(
         return None
     kernels.run_cascade(prepared, _operand(total), _operand(source), divisor)
     return prepared
-
-
-def _cascade_run(
-    prepared: kernels.PreparedCascade, divisor: int, out: int, inp: int, available: int
-) -> None:
-    """A recorded exact sum: the new result at ``out`` fits the plan exactly."""
-    out_buffer = kernels.Buffer(out, prepared.extents[0])
-    kernels.run_cascade(prepared, out_buffer, kernels.Buffer(inp, available), divisor)
-
-
-def _reduction_run(prepared: kernels.PreparedReduction, out: int, inp: int, available: int) -> None:
-    """A recorded reduction (``kernels.run``)."""
-    out_buffer = kernels.Buffer(out, prepared.extents[0])
-    kernels.run(prepared, out_buffer, kernels.Buffer(inp, available))
 
 
 def _operand(t: torch.Tensor) -> kernels.Buffer:
