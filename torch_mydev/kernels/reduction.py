@@ -299,23 +299,30 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
     return PreparedCascade(args, (extents[0], extents[1]), lane)
 
 
-def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, int, int], None]:
-    """``run_cascade`` for a repeated call whose output is a new tensor the plan fits
-    exactly, as ``runner``: the entry point resolved once, the input checked per call."""
+def _cascade_entry(prepared: PreparedCascade) -> Callable:
+    """``cascade_at``'s compiled entry point for ``prepared``'s argument types (loaded once)."""
     global _cascade
     if _cascade is None:
         from . import load_numba_modules
 
         (_cascade,) = load_numba_modules("_cascade_loops")
-    lane = prepared.lane
-    token = _token(lane)
-    key = ("cascade", lane, prepared.args[-1].dtype)
+    token = _token(prepared.lane)
+    key = ("cascade", prepared.lane, prepared.args[-1].dtype)
     entry = _entries.get(key)
     if entry is None:
         from ._entry import entry_point
 
         entry = entry_point(_cascade.cascade_at, 0, 0, 0, 0, token, token, *prepared.args, 0)
         _entries[key] = entry
+    return entry
+
+
+def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, int, int], None]:
+    """``run_cascade`` for a repeated call whose output is a new tensor the plan fits
+    exactly, as ``runner``: the entry point resolved once, the input checked per call."""
+    lane = prepared.lane
+    token = _token(lane)
+    entry = _cascade_entry(prepared)
     out_units = prepared.extents[0] // lane.itemsize
     in_units = prepared.extents[1] // lane.itemsize
     extent, size, args = prepared.extents[1], lane.itemsize, prepared.args
@@ -333,20 +340,9 @@ def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, in
 def run_cascade(prepared: PreparedCascade, out: Buffer, inp: Buffer, divisor: int = 0) -> None:
     """Zero ``out``, sum into it exactly as CPU's serial ``cascade_sum``, then divide each
     result by ``divisor`` in its dtype when it is above 0 (a mean's ``div_``)."""
-    global _cascade
-    if _cascade is None:
-        from . import load_numba_modules
-
-        (_cascade,) = load_numba_modules("_cascade_loops")
     lane = prepared.lane
     token = _token(lane)
-    key = ("cascade", lane, prepared.args[-1].dtype)
-    entry = _entries.get(key)
-    if entry is None:
-        from ._entry import entry_point
-
-        entry = entry_point(_cascade.cascade_at, 0, 0, 0, 0, token, token, *prepared.args, 0)
-        _entries[key] = entry
+    entry = _cascade_entry(prepared)
     entry(
         _address(out, prepared.extents[0], lane),
         _address(inp, prepared.extents[1], lane),
