@@ -180,19 +180,21 @@ class Buffer(NamedTuple):
         return cls(data.ctypes.data + op.offset, data.shape[0] - op.offset)
 
 
-def _address(buffer: Buffer, extent: int, lane: np.dtype) -> int:
-    if extent > buffer.size:
-        raise IndexError(f"the plan reaches byte {extent} of a {buffer.size}-byte buffer")
-    if buffer.address % lane.itemsize:
+def _address(address: int, size: int, extent: int, lane: np.dtype) -> int:
+    """``address`` after checking that ``extent`` bytes fit in the ``size`` bytes there and
+    that it suits ``lane``."""
+    if extent > size:
+        raise IndexError(f"the plan reaches byte {extent} of a {size}-byte buffer")
+    if address % lane.itemsize:
         raise ValueError("operand not aligned to its element size")
-    return buffer.address
+    return address
 
 
 def run(prepared: PreparedReduction, out: Buffer, inp: Buffer) -> None:
     """Run ``prepared``: check both extents and alignment, pass the addresses."""
     out_lane, in_lane = prepared.lanes
-    out_address = _address(out, prepared.extents[0], out_lane)
-    in_address = _address(inp, prepared.extents[1], in_lane)
+    out_address = _address(*out, prepared.extents[0], out_lane)
+    in_address = _address(*inp, prepared.extents[1], in_lane)
     head = (
         out_address,
         in_address,
@@ -229,14 +231,10 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
     out_units = _units(prepared.extents[0], out_lane)
     in_units = _units(prepared.extents[1], in_lane)
     tokens = (_token(out_lane), _token(in_lane))
-    extent, size = prepared.extents[1], in_lane.itemsize
+    extent = prepared.extents[1]
 
     def run_serial(out: int, inp: int, available: int) -> None:
-        if extent > available:
-            raise IndexError(f"the plan reaches byte {extent} of a {available}-byte buffer")
-        if inp % size:
-            raise ValueError("operand not aligned to its element size")
-        entry(out, inp, out_units, in_units, *tokens, *args)
+        entry(out, _address(inp, available, extent, in_lane), out_units, in_units, *tokens, *args)
 
     return run_serial
 
@@ -325,13 +323,10 @@ def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, in
     entry = _cascade_entry(prepared)
     out_units = prepared.extents[0] // lane.itemsize
     in_units = prepared.extents[1] // lane.itemsize
-    extent, size, args = prepared.extents[1], lane.itemsize, prepared.args
+    extent, args = prepared.extents[1], prepared.args
 
     def run_recorded(out: int, inp: int, available: int) -> None:
-        if extent > available:
-            raise IndexError(f"the plan reaches byte {extent} of a {available}-byte buffer")
-        if inp % size:
-            raise ValueError("operand not aligned to its element size")
+        inp = _address(inp, available, extent, lane)
         entry(out, inp, out_units, in_units, token, token, *args, divisor)
 
     return run_recorded
@@ -344,8 +339,8 @@ def run_cascade(prepared: PreparedCascade, out: Buffer, inp: Buffer, divisor: in
     token = _token(lane)
     entry = _cascade_entry(prepared)
     entry(
-        _address(out, prepared.extents[0], lane),
-        _address(inp, prepared.extents[1], lane),
+        _address(*out, prepared.extents[0], lane),
+        _address(*inp, prepared.extents[1], lane),
         prepared.extents[0] // lane.itemsize,
         prepared.extents[1] // lane.itemsize,
         token,

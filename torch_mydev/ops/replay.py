@@ -68,9 +68,9 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
         address = loops.unary_entry(lane.dtype.type)
         params = _pack(meta, strides, shape)
     extents = entry.extents
-    if len(table) >= TABLE_SIZE:
-        table.clear()
-    table[key] = (
+    _put(
+        table,
+        key,
         entry.sizes,
         entry.strides,
         entry.dtype,
@@ -116,21 +116,17 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
             ],
             dtype=np.int64,
         )
-    if len(table) >= TABLE_SIZE:
-        table.clear()
     sizes, strides, dtype, index = layout or (None, None, None, -1)
     extents = (prepared.dst_extent, prepared.src_extent)
-    table[key] = (
-        sizes,
-        strides,
-        dtype,
-        index,
-        prepared.unit,
-        *extents,
-        address,
-        params.ctypes.data,
-        params,
-    )
+    record = (sizes, strides, dtype, index, prepared.unit, *extents, address, params.ctypes.data)
+    _put(table, key, *record, params)
+
+
+def _put(table: dict[bytes, tuple], key: bytes, *record: object) -> None:
+    """``table[key] = record``, emptying a full table first (``TABLE_SIZE``)."""
+    if len(table) >= TABLE_SIZE:
+        table.clear()
+    table[key] = record
 
 
 def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
