@@ -317,6 +317,25 @@ PyObject* find_record(
   return record;
 }
 
+// The new output a record describes in its first four fields (sizes, strides, dtype,
+// device index), allocated into `out`; false with a Python error set on a bad record.
+bool new_from_record(PyObject* record, at::Tensor& out) {
+  c10::SmallVector<int64_t, 8> sizes;
+  c10::SmallVector<int64_t, 8> strides;
+  if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay: record sizes", sizes) ||
+      !read_ints(PyTuple_GET_ITEM(record, 1), "_replay: record strides", strides)) {
+    return false;
+  }
+  PyObject* dtype = PyTuple_GET_ITEM(record, 2);
+  TORCH_CHECK(THPDtype_Check(dtype), "_replay: bad record dtype");
+  const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
+  if (index == -1 && PyErr_Occurred()) {
+    return false;
+  }
+  out = empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
+  return true;
+}
+
 // _replay(table, a[, b]): the per-call path of an elementwise call signature Python has
 // recorded (torch_mydev/ops/replay.py), in one call. `table` maps a layout key (the
 // `_signature` bytes of the tensors) to a record
@@ -357,22 +376,15 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
       Py_RETURN_NONE;  // a storage smaller than the layout: the Python path raises
     }
   }
-  c10::SmallVector<int64_t, 8> sizes;
-  c10::SmallVector<int64_t, 8> strides;
-  if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay: sizes", sizes) ||
-      !read_ints(PyTuple_GET_ITEM(record, 1), "_replay: strides", strides)) {
-    return nullptr;
-  }
-  PyObject* dtype = PyTuple_GET_ITEM(record, 2);
-  TORCH_CHECK(THPDtype_Check(dtype), "_replay: bad record dtype");
-  const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
   const auto entry = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(record, 4));
   const auto params = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 5));
   if (PyErr_Occurred()) {
     return nullptr;
   }
-  at::Tensor out =
-      empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
+  at::Tensor out;
+  if (!new_from_record(record, out)) {
+    return nullptr;
+  }
   using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
   const int64_t status = reinterpret_cast<Loop>(entry)(
       static_cast<int64_t>(start_of(out)),
@@ -438,19 +450,9 @@ PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t na
   }
   at::Tensor out;
   if (!into) {
-    c10::SmallVector<int64_t, 8> sizes;
-    c10::SmallVector<int64_t, 8> strides;
-    if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay_copy: sizes", sizes) ||
-        !read_ints(PyTuple_GET_ITEM(record, 1), "_replay_copy: strides", strides)) {
+    if (!new_from_record(record, out)) {
       return nullptr;
     }
-    PyObject* dtype = PyTuple_GET_ITEM(record, 2);
-    TORCH_CHECK(THPDtype_Check(dtype), "_replay_copy: bad record dtype");
-    const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
-    if (index == -1 && PyErr_Occurred()) {
-      return nullptr;
-    }
-    out = empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
     starts[0] = start_of(out);
   }
   if ((starts[0] | starts[1]) % static_cast<uintptr_t>(unit) != 0) {
