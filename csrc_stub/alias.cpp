@@ -14,6 +14,12 @@
 // block of CPU's allocator becomes a mydev storage (counted by mydev's allocator while it
 // lives, freed by CPU's deleter). Only a block nothing else can reach is taken: a plain block
 // of the current CPU allocator, held by this one storage, held by this one tensor.
+//
+// An alias can die on a thread Python does not know: gloo's worker drops the aliases of a
+// finished collective. When that drops the mydev storage to its Python object's last other
+// reference, torch takes the GIL to release the object, and a thread taking the GIL while
+// the interpreter finalises is ended by CPython inside that (noexcept) destructor, which
+// aborts the process. So the release is guarded (release_storage, python_exit_guard).
 #include "mydev.h"
 
 #include <ATen/core/Tensor.h>
@@ -21,16 +27,33 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/COW.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/utils/pybind.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <typeinfo>
 #include <vector>
 
 namespace mydev {
 namespace {
 
+// Releases in progress, and whether Python has begun to exit (python_exit_guard).
+std::atomic<int> releasing{0};
+std::atomic<bool> python_exiting{false};
+
+// The alias's keep-alive of the mydev storage, released from whichever thread drops the
+// alias. Once Python has begun to exit the storage is left to the process's end instead:
+// releasing it may need the GIL, which a foreign thread can no longer take. The counter and
+// the flag are sequentially consistent, so either this release sees the flag or the exit
+// guard sees the release in progress and waits for it (with the GIL free to be taken).
 void release_storage(void* ctx) {
-  delete static_cast<c10::Storage*>(ctx);
+  releasing.fetch_add(1);
+  if (!python_exiting.load()) {
+    delete static_cast<c10::Storage*>(ctx);
+  }
+  releasing.fetch_sub(1);
 }
 
 c10::Storage cpu_storage_over(const c10::Storage& storage) {
@@ -46,6 +69,39 @@ c10::Storage cpu_storage_over(const c10::Storage& storage) {
 }
 
 } // namespace
+
+void python_exit_guard() {
+  python_exiting.store(true);
+  pybind11::gil_scoped_release no_gil;
+  while (releasing.load() != 0) {
+    std::this_thread::yield();
+  }
+}
+
+namespace {
+// The testing hook's native thread: 0 holds its alias, 1 may drop it, 2 is dropping it.
+std::atomic<int> held_alias{0};
+} // namespace
+
+void hold_alias_on_a_native_thread(const at::Tensor& tensor) {
+  held_alias.store(0);
+  std::thread([alias = cpu_alias(tensor, std::nullopt)]() mutable {
+    while (held_alias.load() != 1) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    held_alias.store(2);
+    alias.reset();
+  }).detach();
+}
+
+void drop_held_alias_now() {
+  held_alias.store(1);
+  while (held_alias.load() != 2) {
+    std::this_thread::yield();
+  }
+  // Still holding the GIL, so that a release that needs it is waiting for it on return.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
 
 at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like) {
   TORCH_CHECK(

@@ -575,6 +575,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       pybind11::arg("like") = pybind11::none(),
       "A CPU tensor over the mydev tensor's bytes (same sizes, strides, offset, dtype); with "
       "`like` (an earlier alias of the same storage) it shares that alias's CPU storage");
+  pybind11::module_::import("atexit").attr("register")(
+      pybind11::cpp_function(&mydev::python_exit_guard));
+  m.def("_hold_alias_on_a_native_thread", &mydev::hold_alias_on_a_native_thread,
+        "Testing hook: a native thread holds a CPU alias of the tensor");
+  m.def("_drop_held_alias_now", &mydev::drop_held_alias_now,
+        "Testing hook: that thread drops its alias while this call keeps the GIL");
   m.def("_default_generator", [](int64_t index) {
     mydev::check_device_index(index);
     return mydev::default_generator(static_cast<c10::DeviceIndex>(index));

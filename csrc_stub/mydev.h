@@ -87,6 +87,18 @@ at::Tensor empty_strided(
 // mydev tensor `tensor` (alias.cpp); with `like`, it shares that alias's CPU storage.
 at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like);
 
+// Registered with Python's atexit (module.cpp): from then on an alias dying on any thread
+// leaves its mydev storage to the process's end, and the releases already under way finish
+// first, with the GIL free to be taken (alias.cpp).
+void python_exit_guard();
+
+// Testing hooks (tests/device/test_alias_exit.py): a new native thread holds a CPU alias of
+// `tensor` and drops it, as gloo's worker drops a finished collective's aliases, when
+// drop_held_alias_now() (called with the GIL held) says so; that call returns once the
+// thread has begun to drop it, 50 ms later, without letting go of the GIL meanwhile.
+void hold_alias_on_a_native_thread(const at::Tensor& tensor);
+void drop_held_alias_now();
+
 // `tensor` (a CPU op's new result) moved to mydev:`index` without a copy when its storage is
 // a block of CPU's allocator that nothing else holds (alias.cpp); else an undefined tensor.
 // On success `tensor` is left with an empty storage.
