@@ -15,6 +15,9 @@ from harness import Mode, Results, Row, child_env, loop_seconds, spread
 COLD_MYDEV = "import torch; x=torch.randn(64,64).t(); x.to('mydev').contiguous()"
 COLD_TORCH = "import torch; x=torch.randn(64,64).t(); x.contiguous()"
 COLD_NUMBA = COLD_TORCH + "; import numba"
+# One add after the copies: the program needs a numba loop, so it loads numba.
+COLD_MYDEV_ADD = COLD_MYDEV + "; y=x.to('mydev'); y + y"
+COLD_TORCH_ADD = COLD_TORCH + "; x + x"
 
 
 def bench_cold_start(mode: Mode, out: Results) -> None:
@@ -33,24 +36,38 @@ def bench_cold_start(mode: Mode, out: Results) -> None:
 
     run(COLD_MYDEV, env_mydev)  # fills numba's on-disk cache and the .pyc files if empty
     run(COLD_TORCH, env_torch)
-    a, b, c = [], [], []
+    a, b, c, d, e = [], [], [], [], []
     for _ in range(mode.cold_runs):
         a.append(run(COLD_MYDEV, env_mydev))
         b.append(run(COLD_TORCH, env_torch))
         c.append(run(COLD_NUMBA, env_torch))
+        d.append(run(COLD_MYDEV_ADD, env_mydev))
+        e.append(run(COLD_TORCH_ADD, env_torch))
     note = "numba and .pyc caches warm"
     torch_alone = statistics.median(b)
-    noise = max(spread(a), spread(b), spread(c))
+    noise = max(spread(a), spread(b), spread(c), spread(d), spread(e))
     out.rows.append(
         Row(case, "64x64", statistics.median(a), torch_alone, "torch alone", note, noise)
     )
-    note = "part of the gap: importing numba, no kernel run"
+    note = "copies need no numba: what importing it would add"
     out.rows.append(
         Row(
             "cold start: torch + import numba",
             "64x64",
             statistics.median(c),
             torch_alone,
+            "torch alone",
+            note,
+            noise,
+        )
+    )
+    note = "an add after the copies: numba loads (not a target)"
+    out.rows.append(
+        Row(
+            "cold start: copies, then one add",
+            "64x64",
+            statistics.median(d),
+            statistics.median(e),
             "torch alone",
             note,
             noise,

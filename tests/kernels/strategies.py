@@ -24,3 +24,14 @@ def layouts(draw: st.DrawFn, shape: tuple[int, ...], broadcast: bool = False) ->
     if broadcast:
         strides = [0 if draw(st.integers(0, 4)) == 0 else s for s in strides]
     return Layout(shape, tuple(strides), draw(st.integers(0, 3)))
+
+
+@st.composite
+def dense_layouts(draw: st.DrawFn, shape: tuple[int, ...]) -> Layout:
+    """A permutation of a contiguous layout of ``shape`` (no gaps), at a random offset."""
+    strides = [0] * len(shape)
+    step = 1
+    for dim in draw(st.permutations(range(len(shape)))):
+        strides[dim] = step
+        step *= max(shape[dim], 1)
+    return Layout(shape, tuple(strides), draw(st.integers(0, 3)))

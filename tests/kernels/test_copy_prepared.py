@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from torch_mydev.kernels import copy as kcopy
 
-from .strategies import dtypes, layouts, sizes
+from .strategies import dense_layouts, dtypes, layouts, sizes
 from .truth import Layout, assert_same_bits, iteration_order, make_values
 
 
@@ -169,3 +169,82 @@ def test_runs_from_ctypes_addresses_without_numpy() -> None:
     prepared = kcopy.prepare_copy(torch.int32, (3, 4), (4, 12), (16, 4))
     assert prepared.run(ctypes.addressof(dst), 48, ctypes.addressof(src), 48)
     assert list(dst) == [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]
+
+
+def _first_run_case(values: torch.Tensor, src: Layout, dst: Layout, rng) -> None:
+    """``_run_without_numba`` (numpy's copy, the first run in a process without numba)
+    against CPU's copy; when it declines, it has written nothing."""
+    itemsize = values.element_size()
+    filler = rng.integers(0, 256, dst.storage_numel(slack=2) * itemsize, dtype=np.uint8)
+    if values.dtype == torch.bool:
+        filler &= 1
+    truth = torch.from_numpy(filler.copy()).view(values.dtype)
+    ours = torch.from_numpy(filler.copy()).view(values.dtype)
+    src_view = values.as_strided(src.sizes, src.strides, src.offset)
+    dst_view = ours.as_strided(dst.sizes, dst.strides, dst.offset)
+    truth.as_strided(dst.sizes, dst.strides, dst.offset).copy_(src_view)
+    dims = iteration_order(dst.sizes, dst.strides)
+    prepared = kcopy.prepare_copy(
+        values.dtype,
+        tuple(dst.sizes[d] for d in dims),
+        tuple(dst.strides[d] * itemsize for d in dims),
+        tuple(src.strides[d] * itemsize for d in dims),
+    )
+    if prepared.numel == 0 or (prepared.serial is None and prepared.pending is None):
+        return  # nothing to move, or a parallel copy: no first run without numba
+    if prepared.unit > 1 and (_start(dst_view)[0] | _start(src_view)[0]) % prepared.unit:
+        return
+    if prepared._run_without_numba(_start(dst_view)[0], _start(src_view)[0]):
+        assert_same_bits(ours, truth, values.dtype)
+    else:
+        assert torch.equal(ours.view(torch.uint8), torch.from_numpy(filler))
+
+
+@given(data=st.data())
+def test_first_run_without_numba_any_layout(data: st.DataObject) -> None:
+    """Random dtype, shape and layouts (broadcast source; destinations dense, taken, or with
+    gaps, declined)."""
+    dtype = data.draw(dtypes)
+    shape = data.draw(sizes)
+    src_layout = data.draw(layouts(shape, broadcast=True))
+    dst_layout = data.draw(st.one_of(dense_layouts(shape), layouts(shape)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    values = make_values(dtype, dtype, src_layout.storage_numel(slack=3), rng)
+    _first_run_case(values, src_layout, dst_layout, rng)
+
+
+@pytest.mark.parametrize(
+    ("shape", "src_strides", "path"),
+    [
+        ((100, 200), (1, 100), "tiled"),
+        ((64, 64), (1, 64), "strided"),
+        ((3, 100), (1, 3), "planes"),  # C=3 channels_last -> NCHW
+        ((1000,), (1,), "contiguous"),
+    ],
+)
+def test_first_run_without_numba_every_serial_loop(shape, src_strides, path) -> None:
+    rng = np.random.default_rng(1)
+    src = Layout(shape, src_strides, 1)
+    dst = Layout(shape, tuple(reversed(np.cumprod((1, *reversed(shape[1:]))).tolist())), 0)
+    dims = iteration_order(dst.sizes, dst.strides)
+    plan = (
+        tuple(shape[d] for d in dims),
+        tuple(dst.strides[d] * 4 for d in dims),
+        tuple(src.strides[d] * 4 for d in dims),
+    )
+    assert kcopy.plan_path(4, *plan) == path
+    values = make_values(torch.float32, torch.float32, src.storage_numel(slack=1), rng)
+    _first_run_case(values, src, dst, rng)
+
+
+def test_first_run_declines_overlap_and_non_dense_destinations() -> None:
+    buf = np.arange(64, dtype=np.uint8)
+    before = buf.copy()
+    # ranges that overlap: a transpose of a 4x4 int16 block into the bytes it reads
+    prepared = kcopy.prepare_copy(torch.int16, (4, 4), (2, 8), (8, 2))
+    assert not prepared._run_without_numba(buf.ctypes.data + 2, buf.ctypes.data)
+    # a destination with gaps: every other int16
+    gaps = kcopy.prepare_copy(torch.int16, (4, 3), (4, 24), (2, 8))
+    other = np.arange(64, dtype=np.uint8)
+    assert not gaps._run_without_numba(buf.ctypes.data, other.ctypes.data)
+    assert np.array_equal(buf, before)

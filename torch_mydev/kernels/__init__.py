@@ -15,6 +15,12 @@ from types import ModuleType
 # numba's target set-up is not reentrant: threads making their first call at once raised
 # "generator already executing" from it. One lock serialises the loading.
 _load_lock = threading.Lock()
+_loaded = False
+
+
+def numba_loaded() -> bool:
+    """Whether ``load_numba_modules`` has readied numba's CPU target in this process."""
+    return _loaded
 
 
 def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
@@ -27,6 +33,7 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
     result changes, unreachable cycles are only freed later (one full collection follows
     within the next ~100K allocations). Later calls only look the modules up.
     """
+    global _loaded
     with _load_lock:
         enabled = gc.isenabled()
         gc.disable()
@@ -35,6 +42,7 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
             from numba.core.registry import cpu_target
 
             cpu_target.target_context.refresh()  # what the first compile or cache load does
+            _loaded = True
         finally:
             if enabled:
                 gc.enable()

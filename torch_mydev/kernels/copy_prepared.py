@@ -10,17 +10,21 @@ no numpy view is built per call; a contiguous range below the parallel threshold
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
+from . import numba_loaded
 from .copy_loops import (
     LANE_TOKENS,
     PARALLEL_MEMMOVE_MIN_BYTES,
     PARALLEL_MIN_NUMEL,
     PLANE_BLOCK,
     TILE,
+    UNIT_LANES,
     Loop,
     check_plan,
     coalesce,
@@ -80,9 +84,11 @@ class PreparedCopy:
 
     __slots__ = (
         "dst_extent",
+        "fresh",
         "loop",
         "nbytes",
         "numel",
+        "pending",
         "same_strides",
         "serial",
         "serial_args",
@@ -109,26 +115,29 @@ class PreparedCopy:
         self.same_strides = same_strides
         # The serial loop as its compiled entry point (``_entry.entry_point``) and the
         # arguments after the two addresses; None when the copy is large enough to run in
-        # parallel, or moves nothing.
+        # parallel, moves nothing, or waits for numba (``pending``).
         self.serial: Callable | None = None
         self.serial_args: tuple = ()
+        # The serial loop's name in its numba module, until ``load`` resolves it: set while
+        # numba is not loaded in this process (see ``run``).
+        self.pending: str | None = None
+        self.fresh = True  # not run yet
         if numel == 0:
             return
-        loops = load_strided()
         if loop is None:
             if nbytes < PARALLEL_MEMMOVE_MIN_BYTES:
                 self.serial_args = (nbytes,)
-                self.serial = entry_of(loops.move_bytes_at, 0, 0, *self.serial_args)
+                self.pending = "move_bytes_at"
         elif loop.numel < PARALLEL_MIN_NUMEL:
             if loop.blocks:
                 tail: tuple = (PLANE_BLOCK, 0, loop.blocks)
-                kernel = load_planes().copy_planes_at
+                self.pending = "copy_planes_at"
             elif loop.tiles:
                 tail = (TILE, 0, loop.tiles)
-                kernel = loops.copy_tiles_at
+                self.pending = "copy_tiles_at"
             else:
                 tail = (0, loop.numel)
-                kernel = loops.copy_range_at
+                self.pending = "copy_range_at"
             self.serial_args = (
                 dst_extent // unit,
                 src_extent // unit,
@@ -139,7 +148,17 @@ class PreparedCopy:
                 LANE_TOKENS[unit],
                 *tail,
             )
-            self.serial = entry_of(kernel, 0, 0, *self.serial_args)
+        if self.pending is not None and numba_loaded():
+            self.load()
+
+    def load(self) -> None:
+        """Resolve the serial loop's compiled entry point (loading numba if need be)."""
+        name = self.pending
+        if name is None:
+            return
+        module = load_planes() if name == "copy_planes_at" else load_strided()
+        self.serial = entry_of(getattr(module, name), 0, 0, *self.serial_args)
+        self.pending = None
 
     def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
         """Copy between two host memories: the addresses of element 0 of each operand, and the
@@ -162,6 +181,12 @@ class PreparedCopy:
         if serial is not None:
             serial(dst_start, src_start, *self.serial_args)
             return True
+        if self.pending is not None:
+            if self.fresh and not numba_loaded() and self._run_without_numba(dst_start, src_start):
+                return True
+            self.load()
+            self.serial(dst_start, src_start, *self.serial_args)
+            return True
         loop = self.loop
         if loop is None:
             nbytes = self.nbytes
@@ -172,6 +197,63 @@ class PreparedCopy:
         src = lanes_at(src_start, self.src_extent, self.unit)
         run_loop(loop, dst, 0, src, 0)
         return True
+
+    def _run_without_numba(self, dst_start: int, src_start: int) -> bool:
+        """The first serial run in a process that has not loaded numba: the same bytes moved
+        by ``ctypes.memmove`` (one range) or numpy's strided copy over views of the two
+        buffers, so a program that copies a layout once never pays numba's load (about
+        0.2 s) and exit (about 0.1 s) for it. Later runs load the loop (``load``): a layout
+        copied twice is likely copied again, and the loop is faster per call.
+
+        Order-free, so only where order cannot matter: the destination's elements are
+        distinct (its unit strides, sorted, nest densely) and the two ranges are disjoint;
+        otherwise returns False and the loop runs.
+        """
+        self.fresh = False
+        loop = self.loop
+        if loop is None:
+            ctypes.memmove(dst_start, src_start, self.nbytes)
+            return True
+        disjoint = (
+            dst_start + self.dst_extent <= src_start or src_start + self.src_extent <= dst_start
+        )
+        shape = (*loop.shape.tolist(), loop.width)
+        dst_strides = (*loop.dst_strides.tolist(), 1)
+        if not disjoint or not _dense(shape, dst_strides):
+            return False
+        unit, lane = self.unit, UNIT_LANES[self.unit]
+        src_strides = (*loop.src_strides.tolist(), 1)
+        np.copyto(
+            _view(dst_start, self.dst_extent, unit, lane, shape, dst_strides),
+            _view(src_start, self.src_extent, unit, lane, shape, src_strides),
+        )
+        return True
+
+
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether ``strides`` (in units) place every index of ``shape`` at a distinct unit with
+    no gaps: sorted by stride, each dim's stride is the product of the sizes before it."""
+    expected = 1
+    for size, stride in sorted(zip(shape, strides, strict=True), key=lambda d: d[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _view(
+    address: int,
+    extent: int,
+    unit: int,
+    lane: np.dtype,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+) -> np.ndarray:
+    """A numpy view of ``extent`` host bytes at ``address`` as ``shape`` units of ``unit``
+    bytes with these unit ``strides`` (no copy)."""
+    buffer = (ctypes.c_uint8 * extent).from_address(address)
+    byte_strides = tuple(s * unit for s in strides)
+    return np.ndarray(shape, lane, buffer, 0, byte_strides)
 
 
 def prepare_copy(

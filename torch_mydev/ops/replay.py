@@ -90,7 +90,10 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
     parallel one is not recorded."""
     from torch_mydev.kernels import _replay_copy as loops
 
-    if prepared is None or prepared.serial is None or not prepared.numel:
+    if prepared is None or not prepared.numel:
+        return
+    prepared.load()  # a layout copied again runs its loop from now on (numba loads if need be)
+    if prepared.serial is None:  # a parallel copy
         return
     if prepared.loop is None:  # one byte range
         address = loops.move_entry()
