@@ -42,7 +42,9 @@ def prepared_copy(dst: torch.Tensor, src: torch.Tensor, order: Sequence[int] | N
     return prepared
 
 
-def _case(values: torch.Tensor, src: Layout, dst: Layout, rng, order=None) -> None:
+def _buffers(values: torch.Tensor, src: Layout, dst: Layout, rng):
+    """Two destination storages of the same random bytes, ``truth`` already copied into by
+    CPU; returns the filler, truth, ours and the source and destination views."""
     itemsize = values.element_size()
     filler = rng.integers(0, 256, dst.storage_numel(slack=2) * itemsize, dtype=np.uint8)
     if values.dtype == torch.bool:
@@ -53,7 +55,12 @@ def _case(values: torch.Tensor, src: Layout, dst: Layout, rng, order=None) -> No
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         truth.as_strided(dst.sizes, dst.strides, dst.offset).copy_(src_view)
-    prepared_copy(ours.as_strided(dst.sizes, dst.strides, dst.offset), src_view, order)
+    return filler, truth, ours, src_view, ours.as_strided(dst.sizes, dst.strides, dst.offset)
+
+
+def _case(values: torch.Tensor, src: Layout, dst: Layout, rng, order=None) -> None:
+    _, truth, ours, src_view, dst_view = _buffers(values, src, dst, rng)
+    prepared_copy(dst_view, src_view, order)
     assert_same_bits(ours, truth, values.dtype)
 
 
@@ -83,6 +90,12 @@ def test_any_layout(data: st.DataObject) -> None:
 )
 def test_every_loop(shape, src_strides, path) -> None:
     """Each loop ``copy_strided`` has, chosen by ``prepare_copy`` as ``plan_path`` names it."""
+    _loop_case(shape, src_strides, path, _case)
+
+
+def _loop_case(shape, src_strides, path, case) -> None:
+    """A float32 copy from ``src_strides`` into a contiguous destination, which takes
+    ``path``, checked by ``case``."""
     rng = np.random.default_rng(0)
     src = Layout(shape, src_strides, 1)
     dst = Layout(shape, tuple(reversed(np.cumprod((1, *reversed(shape[1:]))).tolist())), 0)
@@ -94,7 +107,7 @@ def test_every_loop(shape, src_strides, path) -> None:
     )
     assert kcopy.plan_path(4, *plan) == path
     values = make_values(torch.float32, torch.float32, src.storage_numel(slack=1), rng)
-    _case(values, src, dst, rng)
+    case(values, src, dst, rng)
 
 
 def test_unaligned_memory_is_left_to_copy_strided() -> None:
@@ -175,14 +188,7 @@ def _first_run_case(values: torch.Tensor, src: Layout, dst: Layout, rng) -> None
     """``_run_without_numba`` (numpy's copy, the first run in a process without numba)
     against CPU's copy; when it declines, it has written nothing."""
     itemsize = values.element_size()
-    filler = rng.integers(0, 256, dst.storage_numel(slack=2) * itemsize, dtype=np.uint8)
-    if values.dtype == torch.bool:
-        filler &= 1
-    truth = torch.from_numpy(filler.copy()).view(values.dtype)
-    ours = torch.from_numpy(filler.copy()).view(values.dtype)
-    src_view = values.as_strided(src.sizes, src.strides, src.offset)
-    dst_view = ours.as_strided(dst.sizes, dst.strides, dst.offset)
-    truth.as_strided(dst.sizes, dst.strides, dst.offset).copy_(src_view)
+    filler, truth, ours, src_view, dst_view = _buffers(values, src, dst, rng)
     dims = iteration_order(dst.sizes, dst.strides)
     prepared = kcopy.prepare_copy(
         values.dtype,
@@ -223,18 +229,7 @@ def test_first_run_without_numba_any_layout(data: st.DataObject) -> None:
     ],
 )
 def test_first_run_without_numba_every_serial_loop(shape, src_strides, path) -> None:
-    rng = np.random.default_rng(1)
-    src = Layout(shape, src_strides, 1)
-    dst = Layout(shape, tuple(reversed(np.cumprod((1, *reversed(shape[1:]))).tolist())), 0)
-    dims = iteration_order(dst.sizes, dst.strides)
-    plan = (
-        tuple(shape[d] for d in dims),
-        tuple(dst.strides[d] * 4 for d in dims),
-        tuple(src.strides[d] * 4 for d in dims),
-    )
-    assert kcopy.plan_path(4, *plan) == path
-    values = make_values(torch.float32, torch.float32, src.storage_numel(slack=1), rng)
-    _first_run_case(values, src, dst, rng)
+    _loop_case(shape, src_strides, path, _first_run_case)
 
 
 def test_first_run_declines_overlap_and_non_dense_destinations() -> None:
