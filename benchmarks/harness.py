@@ -85,6 +85,14 @@ def loop_seconds(fn: Callable[[], object], number: int) -> float:
             gc.enable()
 
 
+def _warm_up(fn: Callable[[], object]) -> None:
+    """Three calls: a layout's first call plans (a first copy without numba), the second
+    loads its loop and records the stub's replay, the third replays; none of those one-off
+    costs may size the repeats (``_calls_for``)."""
+    for _ in range(3):
+        fn()
+
+
 def _calls_for(fn: Callable[[], object], seconds: float) -> int:
     """How many calls make one repeat last about ``seconds`` (at least one)."""
     once = loop_seconds(fn, 1)
@@ -103,8 +111,8 @@ def time_pair(
 ) -> tuple[float, float, float]:
     """Median seconds per call of each, repeats alternating so both see the same load, and
     the noise: the larger relative spread (max - min) / median of the two."""
-    mydev()  # warm up: numba loads its cached loops, the caches fill
-    ref()
+    _warm_up(mydev)
+    _warm_up(ref)
     n_mydev = _calls_for(mydev, mode.seconds)
     n_ref = _calls_for(ref, mode.seconds)
     a, b = [], []
@@ -115,7 +123,7 @@ def time_pair(
 
 
 def time_one(mode: Mode, fn: Callable[[], object]) -> float:
-    fn()
+    _warm_up(fn)
     number = _calls_for(fn, mode.seconds)
     return statistics.median(loop_seconds(fn, number) for _ in range(mode.repeats))
 
