@@ -2,20 +2,23 @@
 
 Truth: the same call on CPU tensors with the same sizes, strides, offsets and values. Results
 agree in dtype, shape and strides; in value bit for bit for every layout below torch's
-``GRAIN_SIZE`` (32768 elements: CPU sums on one thread there and mydev replays its cascade),
-and for integer sums and amax/amin at any size (a signed zero may differ in amax/amin, which
-compare with ``==``). Larger float sums are checked within the documented bound: ``1e-5``
+``GRAIN_SIZE`` (32768 elements: CPU reduces on one thread there and mydev replays its
+kernel: the cascade sum, and float32/float64 amax/amin's ties between +0 and -0 and NaN
+bits), and for integer sums and amax/amin at any size (above it a signed zero or a NaN's
+bits may differ in a float amax/amin, which compare with ``==`` there). Larger float sums
+are checked within the documented bound: ``1e-5``
 (float32), ``1e-12`` (float64) or ``4e-3`` (float16/bfloat16) of the sum of magnitudes.
 When CPU raises, mydev raises the same exception type.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import torch_mydev
@@ -313,6 +316,57 @@ def test_opcheck(name) -> None:
     utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
     result = torch.library.opcheck(op, args, kwargs, test_utils=utils)
     assert set(result.values()) == {"SUCCESS"}, result
+
+
+# Palettes of values that tie (+0/-0 as the extreme) or propagate (NaN), and sizes around the
+# vector widths (8 float32 or 4 float64 lanes, four vectors a step).
+NAN, INF = float("nan"), float("inf")
+PALETTES = (
+    (-1.0, 0.0, -0.0),  # amax ties
+    (1.0, 0.0, -0.0),  # amin ties
+    (0.0, -0.0),
+    (-1.0, -0.0, 0.0, NAN),
+    (-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 0.0, -0.0, NAN),  # now and then a NaN
+    (0.0, -0.0, NAN, INF, -INF, -1.0, 1.0),
+)
+EXTREME_SIZES = (1, 2, 7, 16, 31, 32, 33, 64, 70)
+
+
+@given(
+    sizes=st.lists(st.sampled_from(EXTREME_SIZES), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from((torch.float32, torch.float64)),
+    op=st.sampled_from(("amax", "amin")),
+    keepdim=st.booleans(),
+)
+def test_extremes_bit_exact_with_ties_and_nan(sizes, data, dtype, op, keepdim) -> None:
+    """Below GRAIN_SIZE a float32/float64 amax/amin is CPU's serial kernel replayed
+    (``_extreme_loops``): which zero wins a tie and which NaN bits come out, on permuted and
+    sliced layouts through every path (inner, outer, scalar)."""
+    assume(math.prod(sizes) < 32768)  # GRAIN_SIZE: above it CPU reduces on threads
+    ndim = len(sizes)
+    order = data.draw(st.permutations(range(ndim)))
+    step = data.draw(st.sampled_from((1, 1, 2)))
+    full = [n * step if d == order[0] else n for d, n in enumerate(sizes)]
+    seed = data.draw(st.integers(0, 99))
+    palette = data.draw(st.sampled_from(PALETTES))
+    count = max(1, math.prod(full))
+    picks = torch.randint(len(palette), (count,), generator=torch.Generator().manual_seed(seed))
+    base = torch.tensor(palette, dtype=dtype)[picks].reshape(full)
+    inverse = torch.argsort(torch.tensor(order)).tolist()
+    sliced = tuple(slice(None, None, step) if d == order[0] else slice(None) for d in range(ndim))
+
+    def layout_of(t: torch.Tensor) -> torch.Tensor:
+        """``t`` stored in the dim order ``order``, sliced with ``step`` along ``order[0]``."""
+        return t.permute(*order).contiguous().permute(*inverse)[sliced]
+
+    cpu, dev = layout_of(base), layout_of(base.to("mydev"))
+    assert dev.stride() == cpu.stride()
+    dim = data.draw(st.lists(st.sampled_from(range(ndim)), unique=True))  # [] is every dim
+    expected = getattr(torch, op)(cpu, dim, keepdim)
+    for _ in range(2):  # the second call through the signature's entry
+        actual = getattr(torch, op)(dev, dim, keepdim)
+        assert same_bits(actual, expected), (cpu, dim, actual.cpu(), expected)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -39,6 +39,7 @@ __all__ = [
     "exact_float_sum",
     "prepare",
     "prepare_cascade",
+    "prepare_extreme",
     "run",
     "run_cascade",
 ]
@@ -245,16 +246,64 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
 GRAIN_SIZE = 32768
 # ``Vectorized<T>`` bytes of the kernel torch CPU runs for ``sum`` on x86 (AVX2 or default).
 VECTOR_BYTES = 32
-_cascade: ModuleType | None = None
+_replicas: dict[str, ModuleType] = {}
 _CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 3}  # PAIR, HALVES; else PLAIN
 
 
 class PreparedCascade(NamedTuple):
-    """``cascade_at``'s arguments after the addresses and lanes, and both byte extents."""
+    """A serial replica's arguments after the addresses and lanes, both byte extents, and
+    the replica: ``cascade_at`` of ``_cascade_loops`` (sums) or ``extreme_at`` of
+    ``_extreme_loops`` (amax/amin); both take a trailing int (the mean's divisor)."""
 
     args: tuple
     extents: tuple[int, int]
     lane: np.dtype
+    module: str = "_cascade_loops"
+    loop: str = "cascade_at"
+
+
+def exact_float_extreme(dtype: torch.dtype, numel: int) -> bool:
+    """Whether torch CPU reduces ``numel`` elements of float32/float64 ``dtype`` to their
+    amax/amin serially (so ``_extreme_loops`` gives its bits): below ``GRAIN_SIZE``, or on
+    one thread."""
+    if dtype not in (torch.float32, torch.float64):
+        return False
+    return numel < GRAIN_SIZE or torch.get_num_threads() == 1
+
+
+def prepare_extreme(plan: ReductionPlan, dtype: torch.dtype, is_max: bool) -> PreparedCascade:
+    """``extreme_at``'s set-up for a non-empty ``plan`` of float32/float64 ``dtype``: strides
+    in elements, ``Vectorized<T>::size()`` and the dtype's all-ones and quiet NaNs."""
+    lane = np.dtype(np.float32 if dtype == torch.float32 else np.float64)
+    size = lane.itemsize
+    bits = np.uint32 if size == 4 else np.uint64
+    quiet = 0x7FC00000 if size == 4 else 0x7FF8000000000000
+    nans = np.array([np.iinfo(bits).max, quiet], dtype=bits).view(lane)
+    shape, out_bytes, in_bytes, extents = _walk(plan, size)
+    args = (
+        np.array(shape, dtype=np.int64),
+        np.array([s // size for s in out_bytes], dtype=np.int64),
+        np.array([s // size for s in in_bytes], dtype=np.int64),
+        VECTOR_BYTES // size,
+        is_max,
+        nans,
+    )
+    return PreparedCascade(args, extents, lane, "_extreme_loops", "extreme_at")
+
+
+def _walk(
+    plan: ReductionPlan, size: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, int]]:
+    """The plan's walk (at least one dim), its output and input byte strides, and the bytes
+    each operand spans from element 0 (elements of ``size`` bytes)."""
+    shape = plan.shape or (1,)
+    out_bytes = plan.stride_bytes[0] or (0,)
+    in_bytes = plan.stride_bytes[1] or (0,)
+    extents = tuple(
+        sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + size
+        for strides in (out_bytes, in_bytes)
+    )
+    return shape, out_bytes, in_bytes, (extents[0], extents[1])
 
 
 def exact_float_sum(dtype: torch.dtype, numel: int) -> bool:
@@ -277,13 +326,7 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
     accumulator = np.float64 if dtype == torch.float64 else np.float32
     lanes = width // np.dtype(accumulator).itemsize
     mode = _CASCADE_MODES.get(dtype, 1)
-    shape = plan.shape or (1,)
-    out_bytes = plan.stride_bytes[0] or (0,)
-    in_bytes = plan.stride_bytes[1] or (0,)
-    extents = tuple(
-        sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + size
-        for strides in (out_bytes, in_bytes)
-    )
+    shape, out_bytes, in_bytes, extents = _walk(plan, size)
     args = (
         np.array(shape, dtype=np.int64),
         np.array([s // size for s in out_bytes], dtype=np.int64),
@@ -294,23 +337,25 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
         mode,
         np.zeros(1, dtype=accumulator),
     )
-    return PreparedCascade(args, (extents[0], extents[1]), lane)
+    return PreparedCascade(args, extents, lane)
 
 
 def _cascade_entry(prepared: PreparedCascade) -> Callable:
-    """``cascade_at``'s compiled entry point for ``prepared``'s argument types (loaded once)."""
-    global _cascade
-    if _cascade is None:
+    """The replica's compiled entry point for ``prepared``'s argument types (loaded once)."""
+    module = _replicas.get(prepared.module)
+    if module is None:
         from . import load_numba_modules
 
-        (_cascade,) = load_numba_modules("_cascade_loops")
+        (module,) = load_numba_modules(prepared.module)
+        _replicas[prepared.module] = module
     token = _token(prepared.lane)
-    key = ("cascade", prepared.lane, prepared.args[-1].dtype)
+    key = (prepared.loop, prepared.lane, prepared.args[-1].dtype)
     entry = _entries.get(key)
     if entry is None:
         from ._entry import entry_point
 
-        entry = entry_point(_cascade.cascade_at, 0, 0, 0, 0, token, token, *prepared.args, 0)
+        loop = getattr(module, prepared.loop)
+        entry = entry_point(loop, 0, 0, 0, 0, token, token, *prepared.args, 0)
         _entries[key] = entry
     return entry
 

@@ -207,8 +207,15 @@ def _reduce(
         if key is not None and run is not None:
             entries.record(key, result, run)
         return result
+    aliased = out is not None and shares_storage(out, self)
+    extreme = op in ("amax", "amin") and not aliased
+    if extreme and kernels.exact_float_extreme(self.dtype, layout.numel(sizes)):
+        run = _exact_extreme(op, self, result, mask, keepdim)
+        if key is not None:
+            entries.record(key, result, run)
+        return result
     written = result
-    if out is not None and shares_storage(out, self):  # a temporary: no order to follow
+    if aliased:  # a temporary: no order to follow
         written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
     source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
     prepared = _run(op, source, written, mask, keepdim, count)
@@ -243,6 +250,22 @@ def _exact_sum(
     if prepared is None or self.dtype != in_dtype:
         return None
     return kernels.cascade_runner(prepared, divisor)
+
+
+def _exact_extreme(
+    op: str, self: torch.Tensor, result: torch.Tensor, mask: tuple[bool, ...], keepdim: bool
+) -> Callable[[int, int, int], None]:
+    """CPU's serial float32/float64 ``amax_out`` / ``amin_out`` (``_extreme_loops``): its ties
+    between +0 and -0 and its NaN bits. Returns what a repeat may run."""
+    key = ("extreme", op, tuple(self.shape), self.stride(), self.dtype, result.stride(), mask)
+    key += (keepdim,)
+    prepared = _prepared.peek(key)
+    if prepared is None:
+        plan = _plan(self, result, mask, keepdim)
+        prepared = kernels.prepare_extreme(plan, self.dtype, op == "amax")
+        _prepared.put(key, prepared)
+    kernels.run_cascade(prepared, _operand(result), _operand(self))
+    return kernels.cascade_runner(prepared, 0)
 
 
 def _cascade_sum(

@@ -1,0 +1,170 @@
+"""Decides every signed zero and NaN of a float amax/amin as torch CPU's serial kernel does.
+
+A replica of ``binary_kernel_reduce_vec`` (``aten/src/ATen/native/cpu/Reduce.h``) with
+``max_values_kernel_impl`` / ``min_values_kernel_impl``'s operations, for one thread (torch
+runs it so below ``at::internal::GRAIN_SIZE`` elements, or with one thread): every result is
+filled with -inf (amax) or +inf (amin), then the coalesced walk is cut as
+``serial_for_each`` cuts it -- one 2-D call per index of the dims above the first two -- and
+each call picks ATen's case: ``vectorized_inner_reduction`` (input contiguous along the
+reduced dim 0), ``vectorized_outer_reduction`` (dim 0 reduced, output and input contiguous
+along dim 1) or ``basic_loop``.
+
+The order matters only for ties and NaN, and there the two operations differ:
+
+- ``op`` (``max_impl`` / ``min_impl``, scalar): a canonical quiet NaN if either is NaN, else
+  ``std::max(a, b)`` / ``std::min(a, b)``, which keep ``a`` on a tie (``+0`` vs ``-0``);
+- ``vop`` (``maximum`` / ``minimum`` on ``Vectorized``, AVX2's ``max_ps`` / ``min_ps``): ``b``
+  on a tie, and an all-ones NaN if either is NaN.
+
+``vec`` is ``Vectorized<T>::size()`` of the kernel torch runs (32-byte vectors on x86:
+``max_values_stub`` is registered with ``REGISTER_DISPATCH``, so AVX512 machines run AVX2).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, uint64
+
+from ._strided import _pointer
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+@njit(**_JIT, inline="always")
+def _vop(a, b, is_max, nans):
+    """``maximum(a, b)`` / ``minimum(a, b)`` of one lane."""
+    if a != a or b != b:
+        return nans[0]
+    if is_max:
+        return a if a > b else b
+    return a if a < b else b
+
+
+@njit(**_JIT, inline="always")
+def _op(a, b, is_max, nans):
+    """``max_impl(a, b)`` / ``min_impl(a, b)``."""
+    if a != a or b != b:
+        return nans[1]
+    if is_max:
+        return b if a < b else a
+    return b if b < a else a
+
+
+@njit(**_JIT, inline="always")
+def _inner(out, o, inp, i, n, vec, is_max, nans, acc):
+    """``vectorized_inner_reduction``: ``n`` contiguous inputs at ``i`` into ``out[o]``."""
+    width = 4 * vec
+    count = n // width
+    if count > 0:
+        for k in range(width):
+            acc[k] = inp[uint64(i + k)]
+        for block in range(1, count):
+            base = i + block * width
+            for k in range(width):
+                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, nans)
+        for lane in range(vec):
+            low = _vop(acc[lane], acc[vec + lane], is_max, nans)
+            high = _vop(acc[2 * vec + lane], acc[3 * vec + lane], is_max, nans)
+            acc[lane] = _vop(low, high, is_max, nans)
+        first = acc[0]
+        for lane in range(1, vec):
+            first = _op(first, acc[lane], is_max, nans)
+        out[o] = _op(out[o], first, is_max, nans)
+    for k in range(count * width, n):
+        out[o] = _op(out[o], inp[uint64(i + k)], is_max, nans)
+
+
+@njit(**_JIT, inline="always")
+def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, nans, acc):
+    """``vectorized_outer_reduction``: columns of ``4 * vec`` reduced down ``size0`` rows of
+    stride ``is0``, each column group then combined with the output (``vop(acc, out)``);
+    the remaining columns one by one with ``op``."""
+    width = 4 * vec
+    groups = size1 // width
+    for group in range(groups):
+        column = group * width
+        for k in range(width):
+            acc[k] = inp[uint64(i + column + k)]
+        for row in range(1, size0):
+            base = i + row * is0 + column
+            for k in range(width):
+                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, nans)
+        for k in range(width):
+            out[o + column + k] = _vop(acc[k], out[o + column + k], is_max, nans)
+    for column in range(groups * width, size1):
+        for row in range(size0):
+            value = inp[uint64(i + row * is0 + column)]
+            out[o + column] = _op(out[o + column], value, is_max, nans)
+
+
+@njit(**_JIT)
+def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans,
+           acc):  # fmt: skip
+    """One ``binary_kernel_reduce_vec`` loop call over ``size0 x size1`` elements (strides in
+    elements)."""
+    if os0 == 0 and is0 == 1:
+        for j in range(size1):
+            _inner(out, obase + j * os1, inp, ibase + j * is1, size0, vec, is_max, nans, acc)
+    elif os0 == 0 and os1 == 1 and is1 == 1:
+        _outer(out, obase, inp, ibase, is0, size0, size1, vec, is_max, nans, acc)
+    else:
+        for j in range(size1):
+            o = obase + j * os1
+            i = ibase + j * is1
+            for r in range(size0):
+                value = inp[uint64(i + r * is0)]
+                out[o + r * os0] = _op(out[o + r * os0], value, is_max, nans)
+
+
+@njit(**_JIT)
+def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape, ostrides,
+               istrides, vec, is_max, nans, unused):  # fmt: skip
+    """amax (``is_max``) or amin over the coalesced walk ``shape`` (strides in elements, at
+    least one dim); ``nans`` holds the all-ones and the canonical quiet NaN of the dtype.
+    ``unused`` keeps the cascade's argument list (``kernels.reduction``)."""
+    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
+    ndim = shape.shape[0]
+    start = -np.inf if is_max else np.inf
+    idx = np.zeros(max(ndim, 1), dtype=np.int64)
+    total = 1
+    for d in range(ndim):
+        if ostrides[d] != 0:
+            total *= shape[d]
+    for _ in range(total):  # output_base().fill_(ident)
+        off = 0
+        for d in range(ndim):
+            off += idx[d] * ostrides[d]
+        out[off] = start
+        for d in range(ndim):
+            if ostrides[d] == 0:
+                continue
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+    acc = np.empty(4 * vec, dtype=nans.dtype)
+    size0 = shape[0]
+    os0, is0 = ostrides[0], istrides[0]
+    size1, os1, is1 = 1, 0, 0
+    if ndim > 1:
+        size1, os1, is1 = shape[1], ostrides[1], istrides[1]
+    outer = 1
+    for d in range(2, ndim):
+        outer *= shape[d]
+    idx[:] = 0
+    for _ in range(outer):
+        obase = 0
+        ibase = 0
+        for d in range(2, ndim):
+            obase += idx[d] * ostrides[d]
+            ibase += idx[d] * istrides[d]
+        loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans, acc)
+        d = 2
+        while d < ndim:
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+            d += 1
