@@ -32,6 +32,7 @@ from ._elementwise_loops import (
     half_to_float,
 )
 from ._strided import _pointer
+from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
 from .dtypes import HALF
 
 SCALAR = 0
@@ -305,29 +306,16 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
 
 @njit(**_JIT)
 def _walk_outputs(out, shape, ostrides, fmt, divisor, zero):
-    """Every result element of the walk once (dims where the output moves): set to 0
-    (``zero``) or divided by ``divisor`` in its dtype (``div_``, a mean)."""
-    ndim = shape.shape[0]
-    idx = np.zeros(ndim, dtype=np.int64)
-    total = 1
-    for d in range(ndim):
-        if ostrides[d] != 0:
-            total *= shape[d]
-    for _ in range(total):
-        off = 0
-        for d in range(ndim):
-            off += idx[d] * ostrides[d]
+    """Every result element of the walk once: set to 0 (``zero``) or divided by ``divisor``
+    in its dtype (``div_``, a mean)."""
+    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    for _ in range(output_count(shape, ostrides)):
+        off = offset_of(idx, ostrides, 0)
         if zero:
             out[off] = 0
         else:
             divide_store(out, off, divisor, fmt)
-        for d in range(ndim):
-            if ostrides[d] == 0:
-                continue
-            idx[d] += 1
-            if idx[d] < shape[d]:
-                break
-            idx[d] = 0
+        next_output(idx, shape, ostrides)
 
 
 def divide_store(arr, i, divisor, fmt):
@@ -365,30 +353,12 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     _walk_outputs(out, shape, ostrides, fmt, divisor, True)
     acc = np.zeros((4, 4, lanes), dtype=token.dtype)  # the sums' scratch, made once
-    ndim = shape.shape[0]
-    size0 = shape[0]
-    os0, is0 = ostrides[0], istrides[0]
-    size1, os1, is1 = 1, 0, 0
-    if ndim > 1:
-        size1, os1, is1 = shape[1], ostrides[1], istrides[1]
-    outer = 1
-    for d in range(2, ndim):
-        outer *= shape[d]
-    idx = np.zeros(max(ndim, 1), dtype=np.int64)
-    for _ in range(outer):
-        obase = 0
-        ibase = 0
-        for d in range(2, ndim):
-            obase += idx[d] * ostrides[d]
-            ibase += idx[d] * istrides[d]
+    size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
+    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    for _ in range(loop_count(shape)):
+        obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
                acc, token[0])  # fmt: skip
-        d = 2
-        while d < ndim:
-            idx[d] += 1
-            if idx[d] < shape[d]:
-                break
-            idx[d] = 0
-            d += 1
+        next_loop(idx, shape)
     if divisor > 0:
         _walk_outputs(out, shape, ostrides, fmt, divisor, False)

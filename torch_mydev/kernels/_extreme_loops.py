@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, uint64
 
 from ._strided import _pointer
+from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -125,46 +126,14 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     ``unused`` keeps the cascade's argument list (``kernels.reduction``)."""
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
-    ndim = shape.shape[0]
     start = -np.inf if is_max else np.inf
-    idx = np.zeros(max(ndim, 1), dtype=np.int64)
-    total = 1
-    for d in range(ndim):
-        if ostrides[d] != 0:
-            total *= shape[d]
-    for _ in range(total):  # output_base().fill_(ident)
-        off = 0
-        for d in range(ndim):
-            off += idx[d] * ostrides[d]
-        out[off] = start
-        for d in range(ndim):
-            if ostrides[d] == 0:
-                continue
-            idx[d] += 1
-            if idx[d] < shape[d]:
-                break
-            idx[d] = 0
+    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    for _ in range(output_count(shape, ostrides)):  # output_base().fill_(ident)
+        out[offset_of(idx, ostrides, 0)] = start
+        next_output(idx, shape, ostrides)
     acc = np.empty(4 * vec, dtype=nans.dtype)
-    size0 = shape[0]
-    os0, is0 = ostrides[0], istrides[0]
-    size1, os1, is1 = 1, 0, 0
-    if ndim > 1:
-        size1, os1, is1 = shape[1], ostrides[1], istrides[1]
-    outer = 1
-    for d in range(2, ndim):
-        outer *= shape[d]
-    idx[:] = 0
-    for _ in range(outer):
-        obase = 0
-        ibase = 0
-        for d in range(2, ndim):
-            obase += idx[d] * ostrides[d]
-            ibase += idx[d] * istrides[d]
+    size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
+    for _ in range(loop_count(shape)):  # idx is all zeros again
+        obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans, acc)
-        d = 2
-        while d < ndim:
-            idx[d] += 1
-            if idx[d] < shape[d]:
-                break
-            idx[d] = 0
-            d += 1
+        next_loop(idx, shape)
