@@ -14,6 +14,9 @@ When CPU raises, mydev raises the same exception type.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -274,6 +277,39 @@ def test_out_aliasing_the_input() -> None:
     j = i.to("mydev")
     torch.sum(j, 1, out=j[0])
     assert torch.equal(j[0].cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_extreme_out_aliasing_the_input_follows_cpu(op, dtype) -> None:
+    """CPU fills an out= that shares the input's memory with -inf/+inf, then reads the input
+    through it: the replica takes the same steps in the same order."""
+    rows = torch.tensor([[5.0, 6.0], [1.0, 2.0]], dtype=dtype)
+    wide = torch.arange(40.0, dtype=dtype).reshape(5, 8) - 20
+    wide[2, 3] = -0.0
+    for cpu, dim, out in ((rows, 0, lambda t: t[0]), (wide, 1, lambda t: t[:, 0])):
+        dev = cpu.to("mydev")
+        getattr(torch, op)(cpu, dim, out=out(cpu))
+        getattr(torch, op)(dev, dim, out=out(dev))
+        assert same_bits(dev.cpu(), cpu), (dev.cpu(), cpu)
+
+
+def test_extreme_replica_only_for_the_avx2_kernel() -> None:
+    """With ``ATEN_CPU_CAPABILITY=default`` CPU's generic ``maximum`` keeps a NaN's own bits;
+    mydev then takes its general path, which matches, not the AVX2 replica."""
+    code = (
+        "import torch; x = torch.zeros(4, 64); "
+        "x[1, 5] = torch.tensor(0x7FC12345, dtype=torch.int32).view(torch.float32); "
+        "pairs = [(getattr(torch, op)(x, d), getattr(torch, op)(x.to('mydev'), d).cpu()) "
+        "for op in ('amax', 'amin') for d in (0, 1)]; "
+        "print(all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in pairs))"
+    )
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
 
 
 @pytest.mark.parametrize("op", ["sum", "mean"])

@@ -262,11 +262,22 @@ class PreparedCascade(NamedTuple):
     loop: str = "cascade_at"
 
 
+# The CPU capabilities whose amax/amin kernel ``_extreme_loops`` replays: AVX2's ``maximum``
+# (AVX512 machines run the AVX2 kernel). The generic ``Vectorized`` (``DEFAULT``, other
+# architectures) keeps a NaN's own bits and breaks ties its own way.
+_EXTREME_CAPABILITIES = frozenset({"AVX2", "AVX512"})
+_capability: list[str] = []
+
+
 def exact_float_extreme(dtype: torch.dtype, numel: int) -> bool:
     """Whether torch CPU reduces ``numel`` elements of float32/float64 ``dtype`` to their
-    amax/amin serially (so ``_extreme_loops`` gives its bits): below ``GRAIN_SIZE``, or on
-    one thread."""
+    amax/amin serially with the AVX2 kernel (so ``_extreme_loops`` gives its bits): below
+    ``GRAIN_SIZE``, or on one thread, on x86 with AVX2."""
     if dtype not in (torch.float32, torch.float64):
+        return False
+    if not _capability:
+        _capability.append(torch.backends.cpu.get_cpu_capability())
+    if _capability[0] not in _EXTREME_CAPABILITIES:
         return False
     return numel < GRAIN_SIZE or torch.get_num_threads() == 1
 

@@ -207,15 +207,14 @@ def _reduce(
         if key is not None and run is not None:
             entries.record(key, result, run)
         return result
-    aliased = out is not None and shares_storage(out, self)
-    extreme = op in ("amax", "amin") and not aliased
-    if extreme and kernels.exact_float_extreme(self.dtype, layout.numel(sizes)):
+    if op in ("amax", "amin") and kernels.exact_float_extreme(self.dtype, layout.numel(sizes)):
+        # CPU's steps in its order: an out= sharing self's memory is filled before it is read
         run = _exact_extreme(op, self, result, mask, keepdim)
         if key is not None:
             entries.record(key, result, run)
         return result
     written = result
-    if aliased:  # a temporary: no order to follow
+    if out is not None and shares_storage(out, self):  # a temporary: no order to follow
         written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
     source = self if _reads_directly(self.dtype, in_dtype) else self.to(in_dtype)
     prepared = _run(op, source, written, mask, keepdim, count)
