@@ -19,7 +19,7 @@
 // finished collective. When that drops the mydev storage to its Python object's last other
 // reference, torch takes the GIL to release the object, and a thread taking the GIL while
 // the interpreter finalises is ended by CPython inside that (noexcept) destructor, which
-// aborts the process. So the release is guarded (release_storage, python_exit_guard).
+// aborts the process. So the release is guarded (guarded_release, python_exit_guard).
 #include "mydev.h"
 
 #include <ATen/core/Tensor.h>
@@ -44,16 +44,9 @@ std::atomic<int> releasing{0};
 std::atomic<bool> python_exiting{false};
 
 // The alias's keep-alive of the mydev storage, released from whichever thread drops the
-// alias. Once Python has begun to exit the storage is left to the process's end instead:
-// releasing it may need the GIL, which a foreign thread can no longer take. The counter and
-// the flag are sequentially consistent, so either this release sees the flag or the exit
-// guard sees the release in progress and waits for it (with the GIL free to be taken).
+// alias (guarded_release).
 void release_storage(void* ctx) {
-  releasing.fetch_add(1);
-  if (!python_exiting.load()) {
-    delete static_cast<c10::Storage*>(ctx);
-  }
-  releasing.fetch_sub(1);
+  guarded_release(ctx, [](void* storage) { delete static_cast<c10::Storage*>(storage); });
 }
 
 c10::Storage cpu_storage_over(const c10::Storage& storage) {
@@ -69,6 +62,18 @@ c10::Storage cpu_storage_over(const c10::Storage& storage) {
 }
 
 } // namespace
+
+void guarded_release(void* object, void (*destroy)(void*)) {
+  // Once Python has begun to exit the object is left to the process's end instead:
+  // releasing it may need the GIL, which a foreign thread can no longer take. The counter
+  // and the flag are sequentially consistent, so either this release sees the flag or the
+  // exit guard sees the release in progress and waits for it (with the GIL free to take).
+  releasing.fetch_add(1);
+  if (!python_exiting.load()) {
+    destroy(object);
+  }
+  releasing.fetch_sub(1);
+}
 
 void python_exit_guard() {
   python_exiting.store(true);

@@ -145,13 +145,20 @@ class MydevWork : public Work {
     inner_->abort();
   }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    std::vector<at::Tensor> outputs = outputs_;
+    // gloo's worker runs the callback and then drops it: its tensors are released as an
+    // alias's storage is (guarded_release), in case that drop is their last.
+    std::shared_ptr<const std::vector<at::Tensor>> outputs(
+        new std::vector<at::Tensor>(outputs_), [](const std::vector<at::Tensor>* tensors) {
+          guarded_release(const_cast<std::vector<at::Tensor>*>(tensors), [](void* object) {
+            delete static_cast<std::vector<at::Tensor>*>(object);
+          });
+        });
     std::shared_ptr<CopyBack> copy_back = copy_back_;
     return inner_->getFuture()->then(
         [outputs, copy_back](c10::ivalue::Future& done) -> c10::IValue {
           done.value();  // rethrows gloo's error
           copy_back->finish();
-          return c10::IValue(outputs);
+          return c10::IValue(*outputs);
         },
         tensor_list_type());
   }

@@ -92,6 +92,11 @@ at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& 
 // first, with the GIL free to be taken (alias.cpp).
 void python_exit_guard();
 
+// destroy(object), unless Python has begun to exit (python_exit_guard): then the object is
+// left to the process's end. For what a thread Python does not know may drop last (gloo's
+// worker) and whose release may need the GIL: tensors, storages.
+void guarded_release(void* object, void (*destroy)(void*));
+
 // Testing hooks (tests/device/test_alias_exit.py): a new native thread holds a CPU alias of
 // `tensor` and drops it, as gloo's worker drops a finished collective's aliases, when
 // drop_held_alias_now() (called with the GIL held) says so; that call returns once the
