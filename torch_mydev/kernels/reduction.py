@@ -16,6 +16,7 @@ single output, over ``SPLIT_PARTS`` chunks of its span (``split``) combined in o
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -266,7 +267,12 @@ class PreparedCascade(NamedTuple):
 # (AVX512 machines run the AVX2 kernel). The generic ``Vectorized`` (``DEFAULT``, other
 # architectures) keeps a NaN's own bits and breaks ties its own way.
 _EXTREME_CAPABILITIES = frozenset({"AVX2", "AVX512"})
-_capability: list[str] = []
+
+
+@functools.cache
+def _cpu_capability() -> str:
+    """The kernel set torch CPU dispatches to (read once: it is fixed at start-up)."""
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def exact_float_extreme(dtype: torch.dtype, numel: int) -> bool:
@@ -275,9 +281,7 @@ def exact_float_extreme(dtype: torch.dtype, numel: int) -> bool:
     ``GRAIN_SIZE``, or on one thread, on x86 with AVX2."""
     if dtype not in (torch.float32, torch.float64):
         return False
-    if not _capability:
-        _capability.append(torch.backends.cpu.get_cpu_capability())
-    if _capability[0] not in _EXTREME_CAPABILITIES:
+    if _cpu_capability() not in _EXTREME_CAPABILITIES:
         return False
     return numel < GRAIN_SIZE or torch.get_num_threads() == 1
 
