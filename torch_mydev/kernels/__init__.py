@@ -13,7 +13,8 @@ import threading
 from types import ModuleType
 
 # numba's target set-up is not reentrant: threads making their first call at once raised
-# "generator already executing" from it. One lock serialises the loading.
+# "generator already executing" from it. One lock serialises the loading, and the refresh
+# itself also holds numba's compiler lock, which every compile and cache load holds.
 _load_lock = threading.Lock()
 _loaded = False
 
@@ -39,9 +40,14 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
         gc.disable()
         try:
             modules = tuple(importlib.import_module(f"{__name__}.{name}") for name in names)
+            from numba.core.compiler_lock import global_compiler_lock
             from numba.core.registry import cpu_target
 
-            cpu_target.target_context.refresh()  # what the first compile or cache load does
+            # What the first compile or cache load does, under the lock numba's own refreshes
+            # run under: a refresh beside another thread's compile raised "generator already
+            # executing" (both walk the same registry loaders).
+            with global_compiler_lock:
+                cpu_target.target_context.refresh()
             _loaded = True
         finally:
             if enabled:
