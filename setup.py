@@ -30,6 +30,7 @@ setup(
     packages=find_packages(
         include=["torch_mydev", "torch_mydev.*", "torch_mydev_rules", "torch_mydev_rules.*"]
     ),
+    py_modules=["torch_mydev_autoload"],
     python_requires=">=3.11",
     install_requires=[torch_pin(), "numpy", "numba"],
     ext_modules=[
@@ -40,5 +41,5 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)},
-    entry_points={"torch.backends": ["mydev = torch_mydev:_autoload"]},
+    entry_points={"torch.backends": ["mydev = torch_mydev_autoload:load"]},
 )

@@ -5,18 +5,19 @@ renames PrivateUse1 to ``mydev``, installs the ``torch.mydev`` module and the ge
 ``Tensor.mydev()`` / ``Module.mydev()`` methods, and registers the Python kernels.
 Installed packages are loaded by ``import torch`` itself (device-backend autoload).
 """
-# ruff: noqa: E402  (``_autoload`` must exist before ``import torch``: see its docstring)
 
+import torch  # first: loads libtorch, which the stub links against
 
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: importing the package did the work.
+import torch_mydev_autoload as _loader
 
-    Defined before ``import torch``: when a program imports ``torch_mydev`` first, torch's
-    own import runs the autoload while this module is still half made, and must find it.
-    """
-
-
-import torch  # noqa: F401  (loads libtorch before the stub that links against it)
+if _loader.failure is not None:
+    # torch's autoload already tried this import and failed: raise that error again, since
+    # running the registrations a second time would fail differently and hide the cause.
+    raise _loader.failure
+if torch.__version__.split(".")[:2] not in [v.split(".") for v in _loader.SUPPORTED_TORCH]:
+    raise ImportError(
+        f"torch_mydev supports torch {', '.join(_loader.SUPPORTED_TORCH)}, not {torch.__version__}"
+    )
 
 from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
 from torch_mydev import compile as _compile

@@ -231,12 +231,20 @@ def _overload(name: str) -> torch._ops.OpOverload:
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
+def _exists(name: str) -> bool:
+    """Whether the torch in use has the operator ``aten::name`` (torch 2.14 removed some of
+    the lists' ops, e.g. ``cholesky``)."""
+    base, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, base, None)
+    return packet is not None and (overload or "default") in packet.overloads()
+
+
 def policies() -> dict[str, str]:
-    """Each listed op ("name.overload") and its cast policy."""
+    """Each listed op ("name.overload") that the torch in use has, and its cast policy."""
     table = dict.fromkeys(LOWER_PRECISION_FP, "lower_precision_fp")
     table.update(dict.fromkeys(FP32, "fp32"))
     table.update(dict.fromkeys(PROMOTE, "promote"))
-    return table
+    return {name: policy for name, policy in table.items() if _exists(name)}
 
 
 def register() -> None:

@@ -1,0 +1,42 @@
+"""The ``torch.backends`` entry point: load ``torch_mydev`` without ever breaking ``import torch``.
+
+torch's device-backend autoload (``torch._import_device_backends``) turns any exception an
+entry point raises into a ``RuntimeError`` out of ``import torch`` itself. A plugin that
+cannot load under the torch in use (another release, a stub built against another torch)
+must not take torch down with it: this module, kept outside the ``torch_mydev`` package so
+that loading the entry point never runs the package, imports the device, and on failure
+warns once, naming the cause and the supported torch releases. ``import torch_mydev`` then
+raises the same error (the package re-raises what is recorded here instead of running its
+registrations a second time).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+SUPPORTED_TORCH = ("2.13", "2.14")
+"""The torch releases (major.minor) this source tree supports."""
+
+failure: BaseException | None = None
+"""The exception that stopped ``torch_mydev`` from loading in this process, if any."""
+
+
+class MydevLoadWarning(UserWarning):
+    """``import torch`` went on without the mydev device, which failed to load."""
+
+
+def load() -> None:
+    """Import ``torch_mydev`` (registering the device); on failure warn instead of raising."""
+    global failure
+    try:
+        import torch_mydev  # noqa: F401  (importing the package registers the device)
+    except Exception as error:
+        failure = error
+        warnings.warn(
+            f"torch_mydev was not loaded, so the 'mydev' device is unavailable: "
+            f"{type(error).__name__}: {error}. Supported torch releases: "
+            f"{', '.join(SUPPORTED_TORCH)}; `import torch_mydev` shows the full error. "
+            f"TORCH_DEVICE_BACKEND_AUTOLOAD=0 skips loading it.",
+            MydevLoadWarning,
+            stacklevel=2,
+        )
