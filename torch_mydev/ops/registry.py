@@ -10,7 +10,15 @@ from collections.abc import Callable
 import torch
 
 from torch_mydev import streams
-from torch_mydev.ops import conversions, copy, factories, fallback, families, reduction
+from torch_mydev.ops import (
+    conversions,
+    copy,
+    factories,
+    fallback,
+    fallback_sparse,
+    families,
+    reduction,
+)
 
 KERNELS: dict[str, Callable] = {
     "empty_like": factories.empty_like,
@@ -37,3 +45,4 @@ def register() -> None:
     for op, fn in KERNELS.items():
         _library.impl(op, fn, "PrivateUse1")
     fallback.register()
+    fallback_sparse.register()  # sparse COO tensors (docs/fallback.md)
