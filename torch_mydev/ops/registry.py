@@ -18,6 +18,7 @@ from torch_mydev.ops import (
     fallback_sparse,
     families,
     reduction,
+    tensor_type,
 )
 
 KERNELS: dict[str, Callable] = {
@@ -27,6 +28,8 @@ KERNELS: dict[str, Callable] = {
     "clone": conversions.clone,
     "_to_copy": conversions._to_copy,
     "record_stream": streams.record_stream,
+    # Module._apply keeps Parameters (and ties) only when this says yes (ops/tensor_type.py)
+    "_has_compatible_shallow_copy_type": tensor_type.has_compatible_shallow_copy_type,
     # native elementwise ops: functional, out= and in-place overloads (ops/families.py)
     **families.overload_kernels(),
     # native reductions (ops/reduction.py, docs/reductions.md)
