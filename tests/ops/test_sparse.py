@@ -253,6 +253,26 @@ def test_in_place_keeps_values_shared_as_cpu(name):
     assert result[0] is result[1]
 
 
+def test_written_lazy_clones_get_their_own_bytes_as_on_cpu():
+    """A copy-on-write tensor an op writes is materialised before CPU writes through it:
+    the write lands in the tensor the op was given, and its lazy clone keeps the old bytes."""
+
+    def values_in_place(d):
+        values = torch.ones(1, device=d)
+        s = torch.sparse_coo_tensor(IDX.to(d)[:, :1], values, SIZE)  # coalesced: nnz 1
+        clone = values._lazy_clone()
+        s.neg_()
+        return s, values, clone, s._values().data_ptr() == values.data_ptr()
+
+    def dense_in_place(d):
+        dense = torch.ones(3, 3, device=d)
+        clone = dense._lazy_clone()
+        return dense.add_(_sparse(d)), dense, clone
+
+    _both(values_in_place)
+    _both(dense_in_place)
+
+
 def test_copy_path_gives_the_same(monkeypatch):
     monkeypatch.setattr(fallback, "zero_copy", False)
     test_arithmetic_sparse()

@@ -34,7 +34,12 @@ from torch_mydev.ops import fallback
 from torch_mydev.ops import fallback_devices as fd
 from torch_mydev.ops import fallback_fast as ff
 from torch_mydev.ops import fallback_schema as fs
-from torch_mydev.ops.sparse_convert import SparseArgs, redispatch_cpu, unsupported_layout
+from torch_mydev.ops.sparse_convert import (
+    SparseArgs,
+    materialize,
+    redispatch_cpu,
+    unsupported_layout,
+)
 
 __all__ = [
     "COMPRESSED",
@@ -124,7 +129,8 @@ def _overload(name: str) -> torch._ops.OpOverload:
 def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run ``op`` with CPU's kernel on CPU (sparse) tensors over the mydev arguments' memory.
 
-    Devices are checked as CUDA checks them (``fallback_devices``); written arguments end
+    Devices are checked as CUDA checks them (``fallback_devices``); written arguments are
+    materialised first (a copy-on-write one gets its own bytes, as on CPU) and end
     with what CPU left in their aliases; results come back as mydev tensors
     (``SparseArgs.to_mydev``). An ``out=`` tensor CPU must grow (an alias cannot) makes the
     call run again over copies, as the dense fallback does; so does ``fallback.zero_copy``
@@ -135,6 +141,9 @@ def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     fd.check_call(op_info.name, op_info.names, values, op_info.written)
     fallback._record(op_info.name)
     device = fallback._target_device(values)
+    for written, value in zip(op_info.written, values, strict=True):
+        if written:
+            materialize(value)
     if fallback.zero_copy:
         try:
             return _run(op_info, values, device, copies=False)

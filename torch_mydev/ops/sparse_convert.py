@@ -29,7 +29,7 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import fallback_copy as fc
 
-__all__ = ["SparseArgs", "is_mydev_sparse", "unsupported_layout"]
+__all__ = ["SparseArgs", "is_mydev_sparse", "materialize", "unsupported_layout"]
 
 _CPU = torch.device("cpu")
 _aten = torch.ops.aten
@@ -97,6 +97,22 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.shape == b.shape
         and a.stride() == b.stride()
     )
+
+
+def materialize(value: Any) -> None:
+    """Take mutable access to the memory of the mydev tensor(s) an op writes, before any
+    argument is aliased: a copy-on-write storage (``Tensor._lazy_clone``) gets its own bytes
+    first, as a CPU kernel's mutable access gives them, so the write lands in the tensor the
+    op was given (for a sparse tensor: in its indices and values) and nowhere else."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            materialize(item)
+    elif isinstance(value, torch.Tensor) and value.device.type == DEVICE:
+        if value.layout == torch.sparse_coo:
+            value._indices().data_ptr()
+            value._values().data_ptr()
+        elif value.layout == torch.strided:
+            value.data_ptr()
 
 
 class SparseArgs:
