@@ -242,7 +242,7 @@ def composite_ops() -> list[str]:
     The dispatcher prefers a CompositeExplicitAutograd(NonFunctional) kernel to a backend
     fallback: ``values()`` would raise "values expected sparse tensor layout", ``add`` would
     run the structured composite's meta on a sparse tensor. Listed from the dispatcher
-    (torch 2.13: about 90, ``add.Tensor``, ``mul.Tensor``, ``sum``, ``addmm``, ``mm``, the
+    (torch 2.13: 82, ``add.Tensor``, ``mul.Tensor``, ``sum``, ``addmm``, ``mm``, the
     unary ops on values ...); each is registered to run CPU's kernel (``run_sparse``).
     """
     has = torch._C._dispatch_has_kernel_for_dispatch_key
