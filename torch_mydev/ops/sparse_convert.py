@@ -29,7 +29,7 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import fallback_copy as fc
 
-__all__ = ["SparseArgs", "is_mydev_sparse", "materialize", "unsupported_layout"]
+__all__ = ["SparseArgs", "materialize", "redispatch_cpu", "unsupported_layout"]
 
 _CPU = torch.device("cpu")
 _aten = torch.ops.aten
@@ -42,15 +42,6 @@ def unsupported_layout(layout: torch.layout) -> NotImplementedError:
         f"mydev supports the sparse COO layout (torch.sparse_coo) only; {layout} tensors "
         "cannot be created on or moved to mydev. Use to_sparse() / torch.sparse_coo_tensor, "
         "or keep this tensor on CPU."
-    )
-
-
-def is_mydev_sparse(value: Any) -> bool:
-    """Whether ``value`` is a sparse COO tensor on mydev."""
-    return (
-        isinstance(value, torch.Tensor)
-        and value.layout == torch.sparse_coo
-        and value.device.type == DEVICE
     )
 
 
