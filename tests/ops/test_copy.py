@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests.layout.strategies import views
 from tests.ops.helpers import ALL_DTYPES, same_bits, view_pair
+from torch_mydev.ops import copy as copy_ops
 from torch_mydev_rules import layout
 
 
@@ -183,7 +184,8 @@ def test_unsupported_dtype_is_a_clear_error():
         torch.empty(3, dtype=torch.uint16, device="mydev").copy_(torch.zeros(3, dtype=torch.uint16))
 
 
-def test_complex_to_real_warns_and_drops_imaginary_part():
+def test_complex_to_real_warns_and_drops_imaginary_part(monkeypatch):
+    monkeypatch.setattr(copy_ops, "_complex_to_real_warned", False)  # TORCH_WARN_ONCE
     src = torch.tensor([1 + 2j, -3 - 4j]).to("mydev")
     with pytest.warns(UserWarning, match="discards the imaginary part"):
         out = torch.empty(2, device="mydev").copy_(src)

@@ -29,7 +29,16 @@ def test_one_layout_many_storages():
         assert same_bits(out.cpu(), cpu.contiguous())
 
 
-def test_errors_and_warnings_repeat_on_every_call():
+@pytest.fixture
+def warn_always():
+    """Copy.cpp's complex -> real warning is ``TORCH_WARN_ONCE``: it repeats on every call
+    while ``torch.set_warn_always(True)``, on CPU and on mydev."""
+    torch.set_warn_always(True)
+    yield
+    torch.set_warn_always(False)
+
+
+def test_errors_and_warnings_repeat_on_every_call(warn_always):
     """A cached layout still raises (internal, partial overlap) and warns every time."""
     expanded = torch.empty(3, device="mydev").expand(2, 3)
     storage = torch.arange(8.0).to("mydev")
@@ -44,7 +53,7 @@ def test_errors_and_warnings_repeat_on_every_call():
         assert any("imaginary part" in str(w.message) for w in caught)
 
 
-def test_to_copy_casts_and_warns_through_the_cache():
+def test_to_copy_casts_and_warns_through_the_cache(warn_always):
     src = (torch.arange(6.0) * (1 + 2j)).to(torch.complex64).reshape(2, 3).t()
     dev = src.to("mydev")
     for _ in range(2):

@@ -73,6 +73,8 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         return result
     if self is src:
         return self
+    if not isinstance(src, torch.Tensor):  # t.copy_(nan): torch wrapped a Python number
+        src = wrapped_number(src)
     facts = _signature(self, src)
     if facts is None:  # not two strided host tensors with storage
         _check_copy_args(self, src)
@@ -102,6 +104,32 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         stacklevel=3,
     )
     return self
+
+
+# The dtype of ATen's ``scalar_to_tensor`` (ScalarOps.h) for each Python number type.
+_NUMBER_DTYPES = {
+    bool: torch.bool,
+    int: torch.int64,
+    float: torch.float64,
+    complex: torch.complex128,
+}
+
+
+def wrapped_number(value: bool | int | float | complex) -> torch.Tensor:
+    """The 0-dim CPU tensor torch makes of a Python number passed as a Tensor argument.
+
+    ``t.copy_(float("nan"))`` reaches a Python kernel with the number itself: torch's
+    argument parser wraps it (``scalar_to_tensor``: bool, int64, double or complex double;
+    a wrapped number), and the dispatcher hands a wrapped number to Python as the number
+    it holds. CPU copies from that tensor, so the casts (NaN's bits included) are CPU's.
+    """
+    dtype = _NUMBER_DTYPES.get(type(value))
+    if dtype is None:
+        raise TypeError(
+            f"copy_(): argument 'src' must be a Tensor or a Python number, not "
+            f"{type(value).__name__}"
+        )
+    return torch.tensor(value, dtype=dtype, device="cpu")
 
 
 def copy_into_new(
@@ -159,7 +187,7 @@ class CopyEntry:
         if self.numel == 0:
             return
         if self.complex_to_real:
-            warnings.warn(_COMPLEX_TO_REAL, stacklevel=stacklevel + 1)
+            warn_complex_to_real(stacklevel + 1)
         self.move(dst, dst_start, dst_bytes, src, src_start, src_bytes)
 
     def move(
@@ -179,6 +207,22 @@ class CopyEntry:
         prepared = self.prepared
         if prepared is None or not prepared.run(dst_start, dst_bytes, src_start, src_bytes):
             run_plan(self.plan, dst, src)
+
+
+_complex_to_real_warned = False
+
+
+def warn_complex_to_real(stacklevel: int) -> None:
+    """Copy.cpp's ``TORCH_WARN_ONCE``: the first complex -> real copy warns, later ones only
+    while ``torch.set_warn_always(True)`` (``c10::WarningUtils::get_warnAlways``).
+
+    ``stacklevel`` counts from the caller, as ``warnings.warn``'s does.
+    """
+    global _complex_to_real_warned
+    if _complex_to_real_warned and not torch.is_warn_always_enabled():
+        return
+    _complex_to_real_warned = True
+    warnings.warn(_COMPLEX_TO_REAL, stacklevel=stacklevel + 1)
 
 
 def copy_entry(dst: torch.Tensor, src: torch.Tensor) -> CopyEntry:
@@ -232,7 +276,9 @@ def _make_entry(
     return CopyEntry(
         plan=plan,
         numel=plan.numel,
-        complex_to_real=not dst_dtype.is_complex and src_dtype.is_complex,
+        # Copy.cpp: a bool destination reads both parts (nonzero), so it does not warn
+        complex_to_real=src_dtype.is_complex
+        and not (dst_dtype.is_complex or dst_dtype == torch.bool),
         prepared=prepared,
     )
 
@@ -247,7 +293,7 @@ def _copy_shared(self: torch.Tensor, src: torch.Tensor, entry: CopyEntry) -> tor
     if overlap is layout.MemOverlapStatus.PARTIAL:
         raise RuntimeError(_PARTIAL_OVERLAP)
     if entry.complex_to_real:
-        warnings.warn(_COMPLEX_TO_REAL, stacklevel=3)
+        warn_complex_to_real(3)
     if overlap is layout.MemOverlapStatus.TOO_HARD:
         # torch allows it and reads whatever its loop order leaves; we read from a private
         # copy instead, so every element gets the value src had before the copy.
@@ -382,6 +428,13 @@ def _mem_range(t: torch.Tensor) -> layout.MemRange:
 
 
 def local_scalar_dense(self: torch.Tensor) -> bool | int | float | complex:
-    """aten::_local_scalar_dense (``Tensor.item()``): the one element, read via a CPU copy."""
-    out = torch.empty(tuple(self.shape), dtype=self.dtype)
-    return copy_(out, self).item()
+    """aten::_local_scalar_dense (``Tensor.item()``): element 0, read through a CPU copy.
+
+    As ``_local_scalar_dense_cpu`` / ``_cuda`` (aten/src/ATen/native/Scalar.cpp, cuda/):
+    an empty tensor raises "_local_scalar_dense: Empty tensor not supported", any other
+    reads its first element (``Tensor.item()`` refuses all but one element before this).
+    """
+    if self.numel() == 0:
+        raise RuntimeError("_local_scalar_dense: Empty tensor not supported")
+    first = self.as_strided((), (), self.storage_offset())  # keeps conjugate/negative bits
+    return copy_(torch.empty((), dtype=self.dtype), first).item()
