@@ -338,6 +338,13 @@ CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
 # functional overload runs CPU's functional kernel instead (one element copied back).
 FUNCTIONAL_ON_CPU: tuple[str, ...] = ("mse_loss", "smooth_l1_loss")
 
+# Structured ops whose meta function warns: the composite runs it on mydev and CPU's ``out=``
+# kernel runs it again, so the warning came twice where CPU's functional call gives it once.
+# ``index.Tensor``'s meta (IndexingUtils.h ``expandTensors``) warns "indexing with dtype
+# torch.uint8 is now deprecated" for a uint8 mask (``x[mask_uint8]``) and turns the mask into
+# indices with ``nonzero`` (a second op on mydev). Their functional overload runs CPU's.
+META_WARNS_ON_CPU: tuple[str, ...] = ("index.Tensor",)
+
 # Structured ops models call most -- matmuls, softmax, activations and their gradients, the
 # loss, pooling, an optimizer's pointwise steps -- whose functional overload also runs CPU's
 # functional kernel straight, for speed: its new result is adopted (``_C._adopt``), so no
@@ -456,7 +463,9 @@ def register() -> None:
     for op, fn in EXPLICIT.items():
         explicit.impl(op, fn, "PrivateUse1")
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
-    CPU_KERNEL_OPS.extend(_overload(name) for name in (*FUNCTIONAL_ON_CPU, *FAST_FUNCTIONAL))
+    CPU_KERNEL_OPS.extend(
+        _overload(name) for name in (*FUNCTIONAL_ON_CPU, *META_WARNS_ON_CPU, *FAST_FUNCTIONAL)
+    )
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
     # CompositeImplicitAutograd; both keys, so autograd records the ops it calls
