@@ -24,6 +24,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE as DEVICE_TYPE
+from torch_mydev.ops import quantized
 
 __all__ = ["Aliases", "Copies", "move", "to_mydev", "write_back"]
 
@@ -96,6 +97,8 @@ def to_mydev(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     The common case skips the dispatcher's ``empty_strided``: the stub allocates
     (``_C._empty_strided``) and CPU's ``copy_`` fills the new memory through an alias.
     """
+    if t.is_quantized:  # a QTensorImpl: no mydev tensor can hold its quantizer
+        raise quantized.not_supported(f"a CPU kernel returned a {t.dtype} tensor for {device}")
     if t.is_conj() or t.is_neg() or _needs_storage(t):
         return move(t, device)
     index = device.index if device.index is not None else _C._current_device()

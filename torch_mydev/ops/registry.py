@@ -17,6 +17,7 @@ from torch_mydev.ops import (
     fallback,
     fallback_sparse,
     families,
+    quantized,
     reduction,
     tensor_type,
 )
@@ -49,3 +50,4 @@ def register() -> None:
         _library.impl(op, fn, "PrivateUse1")
     fallback.register()
     fallback_sparse.register()  # sparse COO tensors (docs/fallback.md)
+    quantized.register()  # refuses quantized tensors with one clear error (docs/ops.md)
