@@ -10,6 +10,11 @@
 // first as `like`; aliasing and overlap checks (at::get_overlap_status) compare storages,
 // so callers that alias several tensors of one mydev storage must pass `like`.
 //
+// Copy-on-write (Tensor._lazy_clone): an alias is written through, so making one takes
+// mutable access and materialises a copy-on-write mydev storage, as a CPU kernel writing the
+// tensor would. A `readonly` alias of such a storage is copy-on-write itself instead: a
+// kernel reading it leaves the mydev tensor lazy, as CPU leaves its inputs.
+//
 // The other way, adopt_cpu_result gives a CPU op's new result to mydev without a copy: its
 // block of CPU's allocator becomes a mydev storage (counted by mydev's allocator while it
 // lives, freed by CPU's deleter). Only a block nothing else can reach is taken: a plain block
@@ -49,6 +54,8 @@ void release_storage(void* ctx) {
   guarded_release(ctx, [](void* storage) { delete static_cast<c10::Storage*>(storage); });
 }
 
+// Written through: a copy-on-write mydev storage is materialised first (mutable access), as
+// a CPU kernel writing a copy-on-write tensor materialises it.
 c10::Storage cpu_storage_over(const c10::Storage& storage) {
   auto* keep = new c10::Storage(storage);
   c10::DataPtr data(
@@ -59,6 +66,27 @@ c10::Storage cpu_storage_over(const c10::Storage& storage) {
       std::move(data),
       /*allocator=*/nullptr,
       /*resizable=*/false);
+}
+
+// Read only, over a copy-on-write mydev storage: a CPU storage holding a copy-on-write
+// reference of its own to the shared bytes (c10::impl::cow, as _lazy_clone makes one). Reads
+// materialise nothing and the bytes live as long as this reference; a write materialises
+// this CPU storage alone, into a copy from CPU's allocator, and never reaches mydev memory.
+c10::Storage cow_cpu_storage_over(const c10::Storage& storage) {
+  const c10::intrusive_ptr<c10::StorageImpl> clone =
+      c10::impl::cow::lazy_clone_storage(*storage.unsafeGetStorageImpl());
+  TORCH_INTERNAL_ASSERT(clone, "_cpu_alias: lazy_clone_storage refused a copy-on-write storage");
+  // The reference moves out of the clone (a mydev storage), which is then dropped empty.
+  c10::DataPtr data = std::move(clone->_mutable_data_ptr_no_checks());
+  data.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(),
+      storage.nbytes(),
+      std::move(data),
+      c10::GetCPUAllocator(),
+      /*resizable=*/false);
+  impl->set_materializer(&c10::impl::cow::materialize_cow);
+  return c10::Storage(std::move(impl));
 }
 
 } // namespace
@@ -108,7 +136,8 @@ void drop_held_alias_now() {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like) {
+at::Tensor cpu_alias(
+    const at::Tensor& tensor, const std::optional<at::Tensor>& like, bool readonly) {
   TORCH_CHECK(
       tensor.defined() && tensor.device().type() == kDeviceType &&
           tensor.layout() == c10::kStrided && tensor.has_storage(),
@@ -123,6 +152,8 @@ at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& 
             like->storage().nbytes() == storage.nbytes(),
         "_cpu_alias: `like` must be a CPU alias of the same mydev storage");
     cpu_storage = like->storage();
+  } else if (readonly && c10::impl::cow::is_cow_data_ptr(storage.data_ptr())) {
+    cpu_storage = cow_cpu_storage_over(storage);
   } else {
     cpu_storage = cpu_storage_over(storage);
   }

@@ -4,12 +4,28 @@
 // Python kernel cost about 3.5 µs more per tensor than this. The rules are ATen's own
 // (at::detail::empty_generic / empty_strided_generic: negative sizes, memory formats and
 // their ranks raise as on CPU); what is mydev's is the TensorOptions check and the device.
+// Under torch.use_deterministic_algorithms(True) both fill the new memory as CPU's
+// empty_cpu / empty_strided_cpu do (fill_uninitialized).
 #include "mydev.h"
 
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/TensorFactories.h>
 #include <torch/library.h>
 
 namespace mydev {
+
+void fill_uninitialized(const at::Tensor& tensor) {
+  const at::Context& context = at::globalContext();
+  if (C10_UNLIKELY(
+          context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory())) {
+    // CPU's own fill over the same bytes: CPU's bits for every dtype it fills, and its
+    // error for a dtype it does not.
+    at::Tensor alias = cpu_alias(tensor, std::nullopt);
+    at::native::fill_empty_deterministic_(alias);
+  }
+}
+
 namespace {
 
 // The device index a factory allocates on (-1: the current device); an ordinal past the
@@ -35,8 +51,10 @@ at::Tensor empty_memory_format(
     std::optional<c10::MemoryFormat> memory_format) {
   const DeviceScope scope(resolve_device(checked_index(layout, device, pin_memory)));
   const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_generic(
+  at::Tensor result = at::detail::empty_generic(
       size, allocator(), keys, c10::dtype_or_default(dtype), memory_format);
+  fill_uninitialized(result);
+  return result;
 }
 
 at::Tensor empty_strided_op(
@@ -48,8 +66,10 @@ at::Tensor empty_strided_op(
     std::optional<bool> pin_memory) {
   const DeviceScope scope(resolve_device(checked_index(layout, device, pin_memory)));
   const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_strided_generic(
+  at::Tensor result = at::detail::empty_strided_generic(
       size, stride, allocator(), keys, c10::dtype_or_default(dtype));
+  fill_uninitialized(result);
+  return result;
 }
 
 }  // namespace

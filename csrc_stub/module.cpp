@@ -3,6 +3,7 @@
 #include "mydev.h"
 
 #include <ATen/EmptyTensor.h>
+#include <c10/core/impl/COW.h>
 // Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
 // depends on that value.
 #pragma GCC diagnostic push
@@ -105,11 +106,15 @@ pybind11::dict host_stats_dict() {
 // `signature` is a bytes object that equals another call's exactly when every tensor has the
 // same sizes, strides, dtype, device (CPU or mydev) and lazy conjugate/negative bits: a
 // dictionary key for what a kernel decides from layouts alone, never decoded. `flags` ORs
-// kFlagConj / kFlagNeg over the tensors. None when any argument is not a strided tensor with
-// storage in host memory (CPU or mydev): the caller then takes its general path, which
-// raises the right error. Reads metadata only: no layout rule lives here.
+// kFlagConj / kFlagNeg over the tensors, and kFlagCow when a storage is copy-on-write
+// (Tensor._lazy_clone; not part of the key): a per-call path that writes a tensor then goes
+// to the general path, which materialises what it writes first. The addresses are read
+// through const access, so reading them materialises nothing. None when any argument is not
+// a strided tensor with storage in host memory (CPU or mydev): the caller then takes its
+// general path, which raises the right error. Reads metadata only: no layout rule lives here.
 constexpr int64_t kFlagConj = 1;
 constexpr int64_t kFlagNeg = 2;
+constexpr int64_t kFlagCow = 4;
 
 constexpr Py_ssize_t kMaxTensors = 8;
 using LayoutKey = c10::SmallVector<int64_t, 64>;
@@ -151,6 +156,9 @@ bool read_layouts(
     const at::Tensor& t = *tensors[i];
     const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
     flags_any |= flags;
+    if (c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
+      flags_any |= kFlagCow;
+    }
     // 0 on CPU, 1 + the index on mydev.
     const int64_t device =
         t.device().type() == kDeviceType ? 1 + static_cast<int64_t>(t.device().index()) : 0;
@@ -269,6 +277,38 @@ PyObject* empty_strided_py(PyObject* /*module*/, PyObject* const* args, Py_ssize
     return nullptr;
   }
   return THPVariable_Wrap(empty_strided(sizes, strides, dtype, index));
+  END_HANDLE_TH_ERRORS
+}
+
+// _storage_span(tensor) -> (address of the storage's first byte, the storage's bytes), read
+// through const access: unlike UntypedStorage.data_ptr(), which takes mutable access, it
+// leaves a copy-on-write storage as it is. For Python kernels reading their inputs.
+PyObject* storage_span(PyObject* /*module*/, PyObject* arg) {
+  HANDLE_TH_ERRORS
+  if (!THPVariable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "_storage_span takes a tensor");
+    return nullptr;
+  }
+  const at::Tensor& t = THPVariable_Unpack(arg);
+  TORCH_CHECK(t.defined() && t.has_storage(), "_storage_span: the tensor has no storage");
+  const c10::Storage& storage = t.storage();
+  return Py_BuildValue(
+      "(Kn)",
+      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(storage.data())),
+      static_cast<Py_ssize_t>(storage.nbytes()));
+  END_HANDLE_TH_ERRORS
+}
+
+// _fill_uninitialized(tensor): fill_uninitialized (factories.cpp) for the Python factories
+// (empty_like); returns None.
+PyObject* fill_uninitialized_py(PyObject* /*module*/, PyObject* arg) {
+  HANDLE_TH_ERRORS
+  if (!THPVariable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "_fill_uninitialized takes a tensor");
+    return nullptr;
+  }
+  fill_uninitialized(THPVariable_Unpack(arg));
+  Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
 
@@ -403,7 +443,8 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
 // (the first four only for a new tensor): the unit both start addresses must be multiples
 // of, the bytes each storage must hold from its first element, and the numba C entry of the
 // copy loop with its parameters. One storage on both sides (Copy.cpp's overlap rules), a
-// lazy bit, a misaligned address or a storage too small answer None: the Python path runs.
+// lazy bit (a copy-on-write storage too: dst is written at the address read here, so it must
+// not be one), a misaligned address or a storage too small answer None: the Python path runs.
 PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   if (nargs != 3 || !PyDict_CheckExact(args[0])) {
@@ -512,6 +553,16 @@ PyMethodDef kFastMethods[] = {
      METH_FASTCALL,
      "(cpu tensor, index) -> the tensor's memory as a new mydev tensor when nothing else holds "
      "it (the CPU tensor is left empty), else None"},
+    {"_storage_span",
+     storage_span,
+     METH_O,
+     "(tensor) -> (storage address, storage bytes), read without materialising a "
+     "copy-on-write storage"},
+    {"_fill_uninitialized",
+     fill_uninitialized_py,
+     METH_O,
+     "(new mydev tensor) -> None: NaN / the dtype's maximum under deterministic algorithms with "
+     "fill_uninitialized_memory, as torch's empty"},
     {"_event_elapsed_time",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(event_elapsed_time)),
      METH_FASTCALL,
@@ -535,6 +586,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;
+  m.attr("FLAG_COW") = mydev::kFlagCow;
   m.def("_memory_stats", &mydev::stats_dict, pybind11::arg("index") = -1,
         "Allocator counters of one device, torch.cuda.memory_stats names");
   m.def("_reset_peak_memory_stats", [](int64_t index) {
@@ -573,8 +625,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       &mydev::cpu_alias,
       pybind11::arg("tensor"),
       pybind11::arg("like") = pybind11::none(),
+      pybind11::arg("readonly") = false,
       "A CPU tensor over the mydev tensor's bytes (same sizes, strides, offset, dtype); with "
-      "`like` (an earlier alias of the same storage) it shares that alias's CPU storage");
+      "`like` (an earlier alias of the same storage) it shares that alias's CPU storage. A "
+      "copy-on-write storage is materialised first unless `readonly` (the alias is then "
+      "copy-on-write too)");
   pybind11::module_::import("atexit").attr("register")(
       pybind11::cpp_function(&mydev::python_exit_guard));
   m.def("_hold_alias_on_a_native_thread", &mydev::hold_alias_on_a_native_thread,

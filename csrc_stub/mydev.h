@@ -84,8 +84,16 @@ at::Tensor empty_strided(
     int64_t index);
 
 // A CPU tensor over the same bytes, sizes, strides, offset, dtype and conj/neg bits as the
-// mydev tensor `tensor` (alias.cpp); with `like`, it shares that alias's CPU storage.
-at::Tensor cpu_alias(const at::Tensor& tensor, const std::optional<at::Tensor>& like);
+// mydev tensor `tensor` (alias.cpp); with `like`, it shares that alias's CPU storage. A
+// copy-on-write mydev storage is materialised first, unless `readonly`: then the alias is
+// itself copy-on-write over the shared bytes (reading it materialises nothing).
+at::Tensor cpu_alias(
+    const at::Tensor& tensor, const std::optional<at::Tensor>& like, bool readonly = false);
+
+// Fills the new tensor `tensor` as ATen's empty_cpu does under
+// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (NaN, or the
+// dtype's largest value); nothing otherwise (factories.cpp).
+void fill_uninitialized(const at::Tensor& tensor);
 
 // Registered with Python's atexit (module.cpp): from then on an alias dying on any thread
 // leaves its mydev storage to the process's end, and the releases already under way finish

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev_rules.layout import is_non_overlapping_and_dense
 
@@ -179,7 +180,8 @@ class _Copier:
 
 
 def _storage_key(t: torch.Tensor) -> tuple[str, int]:
-    return (str(t.device), t.untyped_storage().data_ptr())
+    """The tensor's device and storage address, read without materialising a lazy clone."""
+    return (str(t.device), _C._storage_span(t)[0])
 
 
 def _dense(t: torch.Tensor) -> bool:

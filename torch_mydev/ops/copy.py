@@ -25,7 +25,7 @@ from torch_mydev._names import DEVICE
 from torch_mydev.kernels import copy as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops import replay
-from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev.ops.buffers import byte_offset, storage_bytes, storage_span, writable
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.cache import LRUCache, cached_build
 from torch_mydev_rules.iterator.operands import OperandSpec, copy_config
@@ -49,6 +49,7 @@ _HOST = frozenset(
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 _COPY_CONFIG = copy_config()
 _signature = _C._signature
+_CONJ_NEG = _C.FLAG_CONJ | _C.FLAG_NEG
 # Layout pairs remembered by copy_entry (each entry: a plan and a prepared kernel).
 COPY_CACHE_SIZE = 4096
 _entries: LRUCache[tuple, CopyEntry] = LRUCache(COPY_CACHE_SIZE)
@@ -80,8 +81,10 @@ def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> 
         _check_copy_args(self, src)
         raise RuntimeError("mydev copy_: both tensors need a storage in host memory")
     key, lazy_bits, dst_start, dst_base, dst_nbytes, src_start, src_base, src_nbytes = facts
-    if lazy_bits:  # a conjugate or negative bit on either side
+    if lazy_bits & _CONJ_NEG:  # a conjugate or negative bit on either side
         return _copy_lazy_bits(self, src)
+    if lazy_bits:  # a copy-on-write storage on either side
+        return _copy_cow(self, src)
     entry = _by_signature.peek(key)
     repeat = entry is not None
     if entry is None:
@@ -315,9 +318,24 @@ def run_plan(plan: Plan, dst: torch.Tensor, src: torch.Tensor) -> None:
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
     """The address of ``t``'s element 0 and the bytes its storage holds from there."""
-    storage = t.untyped_storage()
-    start = storage.data_ptr() + t.storage_offset() * t.element_size()
-    return start, storage.data_ptr() + storage.nbytes() - start
+    base, nbytes = storage_span(t)
+    start = base + t.storage_offset() * t.element_size()
+    return start, base + nbytes - start
+
+
+def _copy_cow(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """copy_ where either storage is copy-on-write (``Tensor._lazy_clone``), as ``copy_impl``:
+    the same-data exit compares storages (copy-on-write siblings share bytes, not a storage,
+    so they copy), then the copy takes mutable access to ``self``, materialising it."""
+    _check_copy_args(self, src)
+    entry = copy_entry(self, src)  # raises for a destination that overlaps itself
+    if self.untyped_storage()._cdata == src.untyped_storage()._cdata and _is_same_data(self, src):
+        return self
+    writable(self)
+    if _shares_storage(self, src):
+        return _copy_shared(self, src, entry)
+    entry.run(self, *_span(self), src, *_span(src), stacklevel=4)
+    return self
 
 
 def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
@@ -361,6 +379,7 @@ def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     stored = _without_bits(self)
     copy_(stored, _without_bits(src))
     if conj or neg:
+        writable(stored)  # the copy may have left it as it was (same data)
         _flip_signs(stored, conj=conj, neg=neg)
     return self
 
@@ -407,7 +426,7 @@ def _flip_signs(t: torch.Tensor, *, conj: bool, neg: bool) -> None:
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    return storage_span(a)[0] == storage_span(b)[0]
 
 
 def _is_same_data(self: torch.Tensor, src: torch.Tensor) -> bool:
@@ -423,7 +442,7 @@ def _is_same_data(self: torch.Tensor, src: torch.Tensor) -> bool:
 
 def _mem_range(t: torch.Tensor) -> layout.MemRange:
     return layout.MemRange.from_layout(
-        t.untyped_storage().data_ptr(), t.shape, t.stride(), t.element_size(), t.storage_offset()
+        storage_span(t)[0], t.shape, t.stride(), t.element_size(), t.storage_offset()
     )
 
 

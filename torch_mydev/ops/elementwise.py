@@ -35,6 +35,7 @@ import torch
 
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops import elementwise_general as general
+from torch_mydev.ops.buffers import writable
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import (
     Arg,
@@ -238,6 +239,7 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
     # same permuted, coalesced walk over self's own layout.
     output = OperandSpec(sizes, strides, self.dtype, is_output=True)
     plan = cached_build([output, OperandSpec(sizes, strides, self.dtype)], config)
+    writable(self)
     kernels.fill(kernel_operand(self, plan, 0), raw, plan.coalesced_shape)
     return self
 

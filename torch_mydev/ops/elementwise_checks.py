@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.ops.buffers import storage_span
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.numbers import Number, number_dtype
 from torch_mydev_rules.iterator.promotion import to_real
@@ -159,12 +160,15 @@ def _arg_dtype(x: Arg) -> torch.dtype:
 
 
 def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``Storage::is_alias_of``: one storage object. Copy-on-write siblings
+    (``Tensor._lazy_clone``) share bytes but not a storage: CPU checks them as unrelated, and
+    the kernel materialises the one it writes before reading the other."""
     if a.device != b.device:
         return False
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
 
 
 def _mem_range(t: torch.Tensor) -> layout.MemRange:
     return layout.MemRange.from_layout(
-        t.untyped_storage().data_ptr(), t.shape, t.stride(), t.element_size(), t.storage_offset()
+        storage_span(t)[0], t.shape, t.stride(), t.element_size(), t.storage_offset()
     )

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from torch_mydev.kernels import elementwise as kernels
-from torch_mydev.ops.buffers import byte_offset, storage_bytes
+from torch_mydev.ops.buffers import byte_offset, storage_bytes, writable
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import Arg, check_devices, check_partial_overlap
 from torch_mydev.ops.factories import allocate
@@ -82,6 +82,7 @@ def output_tensors(
         return result, result
     if plan.will_resize[0]:
         resize_output(target, plan.shape, plan.output_strides[0])
+    writable(target)  # materialised before any input's address is read (buffers.py)
     if plan.temporaries[0]:
         return target, allocate(plan.shape, plan.operand_strides[0], plan.dtypes[0], device)
     return target, target

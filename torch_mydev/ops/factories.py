@@ -2,7 +2,10 @@
 
 Strides come from `torch_mydev_rules.layout`; the bytes come from the stub's allocator through
 its one primitive, ``_C._empty_strided`` (storage sized as ATen's computeStorageNbytes),
-wrapped by ``empty_mydev``.
+wrapped by ``empty_mydev``. That primitive never fills: kernels allocate their outputs
+through it, as TensorIterator allocates through ``at::detail::empty_*``. The factories users
+call (``empty_like`` here, ``empty``/``empty_strided`` in the stub) fill under deterministic
+algorithms, as ATen's do.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torch_mydev_rules.layout import (
 )
 
 HUGE_PAGE_MIN_BYTES: int = _C.HUGE_PAGE_MIN_BYTES  # the allocator advises huge pages from here
+_fill_uninitialized = _C._fill_uninitialized
 
 
 def empty_mydev(
@@ -99,9 +103,17 @@ def empty_like(
     pin_memory: bool | None = None,
     memory_format: torch.memory_format | None = None,
 ) -> torch.Tensor:
-    """aten::empty_like: sizes of `self`, strides from `like_strides`, options merged in."""
+    """aten::empty_like: sizes of `self`, strides from `like_strides`, options merged in.
+
+    Under ``torch.use_deterministic_algorithms(True)`` with
+    ``torch.utils.deterministic.fill_uninitialized_memory`` the memory is filled as ATen's
+    empty_like fills it (``_C._fill_uninitialized``: NaN, or the dtype's largest value).
+    """
     target = self.device if device is None else torch.device(device)
     if target.type != "cpu":
         _check_options(target, layout, pin_memory)
     strides = cached_like_strides(self.shape, self.stride(), memory_format)
-    return allocate(tuple(self.shape), strides, dtype or self.dtype, target)
+    result = allocate(tuple(self.shape), strides, dtype or self.dtype, target)
+    if target.type != "cpu":  # CPU's empty_strided has filled its own
+        _fill_uninitialized(result)
+    return result

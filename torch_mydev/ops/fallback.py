@@ -189,6 +189,9 @@ def run_on_cpu(
 
 
 def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type) -> Any:
+    for written, value in zip(op_info.written, values, strict=False):
+        if written and value is not _MISSING:
+            fc.materialize(value)  # before any alias is made (fallback_copy.py)
     to_cpu = kind([t for value in values for t in _tensors(value)])
     cpu_values = [to_cpu(value) for value in values]
     special = fr.SPECIAL.get(op_info.name) if op_info.random else None

@@ -10,6 +10,11 @@ Two ways to give a CPU kernel the mydev arguments:
   tensor is copied to CPU with its sizes and strides (tensors sharing a storage become views
   of one CPU copy of it), and written arguments are copied back afterwards.
 
+Copy-on-write mydev tensors (``Tensor._lazy_clone``) stay lazy where CPU's would: the
+arguments an op writes are materialised first (``materialize``), as a CPU kernel's mutable
+access materialises them, and every other one is read through const access (a ``readonly``
+alias is copy-on-write itself, ``csrc_stub/alias.cpp``).
+
 Either way, an output whose sizes, strides or storage the CPU op changed (``resize_output``,
 ``as_strided_``, ``set_``: ``out=`` of ``linalg_lstsq``) is given CPU's final sizes, strides
 and storage offset on mydev (``write_back``), growing its mydev storage if needed.
@@ -26,7 +31,7 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE as DEVICE_TYPE
 from torch_mydev.ops import quantized
 
-__all__ = ["Aliases", "Copies", "move", "to_mydev", "write_back"]
+__all__ = ["Aliases", "Copies", "materialize", "move", "to_mydev", "write_back"]
 
 _CPU = torch.device("cpu")
 
@@ -37,8 +42,18 @@ def is_mydev(value: Any) -> bool:
 
 
 def _storage_key(t: torch.Tensor) -> int | None:
-    storage = t.untyped_storage()
-    return storage.data_ptr() if storage.nbytes() else None
+    address, nbytes = _C._storage_span(t)
+    return address if nbytes else None
+
+
+def materialize(value: Any) -> None:
+    """Take mutable access to the mydev tensor(s) an op writes (``Tensor(a!)``) before any
+    argument is aliased: a copy-on-write storage gets its own bytes, as on CPU."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            materialize(item)
+    elif is_mydev(value):
+        value.data_ptr()
 
 
 def _copy_storage(storage: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
@@ -50,13 +65,16 @@ def _copy_storage(storage: torch.UntypedStorage, device: torch.device) -> torch.
 def _raw_copy(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A contiguous byte-for-byte copy of a contiguous uint8 tensor on ``device``."""
     out = torch.empty(t.shape, dtype=t.dtype, device=device)
-    _cpu_view(out).copy_(_cpu_view(t))
+    _cpu_view(out).copy_(_cpu_view(t, readonly=True))
     return out
 
 
-def _cpu_view(t: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
-    """``t`` itself when on CPU, else its CPU alias (mydev memory is host memory)."""
-    return t if t.device.type == "cpu" else _C._cpu_alias(t, like)
+def _cpu_view(
+    t: torch.Tensor, like: torch.Tensor | None = None, *, readonly: bool = False
+) -> torch.Tensor:
+    """``t`` itself when on CPU, else its CPU alias (mydev memory is host memory); a
+    ``readonly`` alias leaves a copy-on-write tensor lazy."""
+    return t if t.device.type == "cpu" else _C._cpu_alias(t, like, readonly)
 
 
 def _over(storage: torch.UntypedStorage, like: torch.Tensor) -> torch.Tensor:
@@ -87,7 +105,7 @@ def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     if _needs_storage(t):
         return _over(_copy_storage(t.untyped_storage(), device), t)
     out = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=device)
-    _cpu_view(out).copy_(_cpu_view(t))
+    _cpu_view(out).copy_(_cpu_view(t, readonly=True))
     return out
 
 
@@ -120,7 +138,8 @@ def write_back(original: Any, cpu: Any) -> None:
         return
     if not is_mydev(original):
         return  # None, or a CPU tensor the op wrote itself
-    same_storage = cpu.untyped_storage().data_ptr() == original.untyped_storage().data_ptr()
+    cpu_span, original_span = _C._storage_span(cpu), _C._storage_span(original)
+    same_storage = cpu_span[0] == original_span[0]
     # A CPU copy starts at its own offset; only an alias is compared on offsets too.
     same_layout = (
         original.shape == cpu.shape
@@ -129,7 +148,7 @@ def write_back(original: Any, cpu: Any) -> None:
     )
     if not same_layout:
         _restride(original, cpu)
-    if same_storage and cpu.untyped_storage().nbytes() == original.untyped_storage().nbytes():
+    if same_storage and cpu_span[1] == original_span[1]:
         return  # an alias the op wrote in place
     _cpu_view(original).copy_(cpu)
 
@@ -207,10 +226,9 @@ class Aliases(Copies):
         self.originals = {}
 
     def _make(self, t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        key = (storage.data_ptr(), storage.nbytes())
+        key = _C._storage_span(t)
         like = self._first.get(key)
-        alias = _C._cpu_alias(t, like)
+        alias = _C._cpu_alias(t, like, True)  # what the op writes was materialised first
         if like is None:
             self._first[key] = alias
         return alias

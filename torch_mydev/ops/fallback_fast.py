@@ -30,6 +30,8 @@ __all__ = ["run_fast"]
 
 _CPU = torch.device("cpu")
 _adopt = _C._adopt
+_cpu_alias = _C._cpu_alias
+_storage_span = _C._storage_span
 _Tensor = torch.Tensor
 
 
@@ -75,10 +77,9 @@ class _Call:
                 self.device = device
             elif device != self.device and self.other is None:
                 self.other = device
-            storage = value.untyped_storage()
-            key = (storage.data_ptr(), storage.nbytes())
+            key = _storage_span(value)
             like = self.first.get(key)
-            alias = _C._cpu_alias(value, like)
+            alias = _cpu_alias(value, like, True)  # what the op writes was materialised first
             if like is None:
                 self.first[key] = alias
             self.originals[id(alias)] = value
@@ -106,9 +107,12 @@ def _written(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> list[tuple[Any, i
 def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
     """Run ``op_info.op`` on CPU aliases of the mydev arguments (see the module docstring)."""
     call = _Call()
+    written = _written(op_info, args, kwargs)
+    for value, _ in written:
+        fc.materialize(value)
     cpu_args = [call.convert(a) for a in args]
     cpu_kwargs = {k: call.convert(v) for k, v in kwargs.items()}
-    for value, where in _written(op_info, args, kwargs):
+    for value, where in written:
         for t in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(t, _Tensor) and t.device.type != DEVICE and call.other is None:
                 call.other = t.device
@@ -134,7 +138,7 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
     kernel = CPU_KERNELS.get(op_info.name, op_info.op)
     call.adopt = kernel is op_info.op and _may_adopt(op_info.op)
     result = kernel(*cpu_args, **cpu_kwargs)
-    for value, where in _written(op_info, args, kwargs):
+    for value, where in written:
         cpu = cpu_args[where] if isinstance(where, int) else cpu_kwargs[where]
         fc.write_back(value, cpu)
     returns = op_info.return_alias

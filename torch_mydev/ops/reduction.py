@@ -36,7 +36,7 @@ import torch
 from torch_mydev.kernels import reduction as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.ops import reduction_entries as entries
-from torch_mydev.ops.buffers import byte_offset
+from torch_mydev.ops.buffers import byte_offset, storage_span, writable
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import shares_storage
 from torch_mydev.ops.elementwise_plan import resize_output
@@ -191,6 +191,7 @@ def _reduce(
     else:
         _check_out(out, self, result_dtype)
         resize_output(out, shape)
+        writable(out)  # materialised before self's address is read (buffers.py)
         result = out
     if layout.numel(shape) == 0:
         return result
@@ -298,8 +299,11 @@ def _cascade_sum(
 
 
 def _operand(t: torch.Tensor) -> kernels.Buffer:
-    """Element ``[0, ..., 0]``'s address and the storage bytes from there."""
-    return kernels.Buffer(t.data_ptr(), t.untyped_storage().nbytes() - byte_offset(t))
+    """Element ``[0, ..., 0]``'s address and the storage bytes from there (const access:
+    an output has been made ``writable`` already)."""
+    base, nbytes = storage_span(t)
+    offset = byte_offset(t)
+    return kernels.Buffer(base + offset, nbytes - offset)
 
 
 def _plan(source: torch.Tensor, result: torch.Tensor, mask: tuple[bool, ...], keepdim: bool):
