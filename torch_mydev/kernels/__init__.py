@@ -12,6 +12,8 @@ import importlib
 import threading
 from types import ModuleType
 
+from torch_mydev.kernels import compiler
+
 # numba's target set-up is not reentrant: threads making their first call at once raised
 # "generator already executing" from it. One lock serialises the loading, and the refresh
 # itself also holds numba's compiler lock, which every compile and cache load holds.
@@ -48,6 +50,7 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
             # executing" (both walk the same registry loaders).
             with global_compiler_lock:
                 cpu_target.target_context.refresh()
+            compiler.install()
             _loaded = True
         finally:
             if enabled:

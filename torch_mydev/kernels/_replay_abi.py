@@ -10,11 +10,22 @@ them), on the first record of a layout that needs one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from numba import types
 from numba.extending import intrinsic
 
+from torch_mydev.kernels import compiler
+
 C_SIGNATURE = types.int64(types.int64, types.int64, types.int64, types.int64)
 JIT = {"cache": True, "nogil": True}
+
+
+def c_entry(body: Callable, maker: Callable, args: tuple) -> int:
+    """The address of ``body`` as a C entry of ``C_SIGNATURE``, from memory, numba's cache or
+    a compile; ``maker(*args)`` is the factory asking (``compiler.c_entry``: in background
+    mode a missing entry is compiled by a child process and this raises ``NotCompiled``)."""
+    return compiler.c_entry(body, C_SIGNATURE, {"nogil": True}, maker, args)
 
 
 @intrinsic

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from ._copy_planes import copy_planes_at
-from ._replay_abi import C_SIGNATURE, JIT
+from ._replay_abi import JIT, c_entry
 from ._replay_abi import pointer_of as _pointer_of
 from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
 
@@ -38,7 +38,7 @@ def move_entry() -> int:
         move_bytes_at(dst, src, numba.carray(_pointer_of(params, np.int64), 1)[0])
         return 0
 
-    return numba.cfunc(C_SIGNATURE, **JIT)(move_replay).address
+    return c_entry(move_replay, move_entry, ())
 
 
 @functools.cache
@@ -76,4 +76,4 @@ def strided_entry(loop: str, unit_t: type) -> int:
             return 0
 
         body = planes_replay
-    return numba.cfunc(C_SIGNATURE, **JIT)(body).address
+    return c_entry(body, strided_entry, (loop, unit_t))

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from ._elementwise_loops import binary_at, compare_at, unary_at
-from ._replay_abi import C_SIGNATURE, JIT
+from ._replay_abi import c_entry
 from ._replay_abi import pointer_of as _pointer_of
 
 META_WORDS = 8
@@ -36,7 +36,7 @@ def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
         b_lane = numba.carray(_pointer_of(b, b_t), 0)
         return binary_at(out, a, b, out_lane, a_lane, b_lane, meta, strides, shape, value)
 
-    return numba.cfunc(C_SIGNATURE, **JIT)(binary_replay).address
+    return c_entry(binary_replay, binary_entry, (out_t, a_t, b_t, value_t))
 
 
 @functools.cache
@@ -52,7 +52,7 @@ def compare_entry(out_t: type, a_t: type) -> int:
         a_lane = numba.carray(_pointer_of(a, a_t), 0)
         return compare_at(out, a, b, out_lane, a_lane, meta, strides, shape)
 
-    return numba.cfunc(C_SIGNATURE, **JIT)(compare_replay).address
+    return c_entry(compare_replay, compare_entry, (out_t, a_t))
 
 
 @functools.cache
@@ -67,4 +67,4 @@ def unary_entry(lane_t: type) -> int:
         lane = numba.carray(_pointer_of(out, lane_t), 0)
         return unary_at(out, a, lane, meta, strides, shape)
 
-    return numba.cfunc(C_SIGNATURE, **JIT)(unary_replay).address
+    return c_entry(unary_replay, unary_entry, (lane_t,))

@@ -152,15 +152,21 @@ def _target_device(values: list[Any]) -> torch.device:
 
 
 def run_on_cpu(
-    op: torch._ops.OpOverload, args: tuple, kwargs: dict, name: str | None = None
+    op: torch._ops.OpOverload,
+    args: tuple,
+    kwargs: dict,
+    name: str | None = None,
+    count: bool = True,
 ) -> Any:
     """Run ``op`` on CPU over the mydev arguments' memory and return mydev results.
 
     ``name`` is the op counted in ``fallback_stats`` (``op_name`` of the overload called,
-    by default); the explicit registrations pass the op they stand in for.
+    by default); the explicit registrations pass the op they stand in for. A native op
+    whose loop is still compiling runs here uncounted (``count=False``): it has a kernel.
     """
     op_info = fs.resolve(op, args, kwargs)
-    _record(name or op_info.name)
+    if count:
+        _record(name or op_info.name)
     if zero_copy and not op_info.random and op_info.name not in fd.CPU_ALLOWED:
         try:
             return ff.run_fast(op_info, args, kwargs)

@@ -6,10 +6,13 @@ The elementwise overloads come from the op-family table (``ops/families.py``).
 """
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from torch_mydev import streams
+from torch_mydev.kernels import compiler
+from torch_mydev.kernels.compiler import NotCompiled
 from torch_mydev.ops import (
     conversions,
     copy,
@@ -40,6 +43,25 @@ KERNELS: dict[str, Callable] = {
 _library: torch.library.Library | None = None
 
 
+def _served(name: str, fn: Callable) -> Callable:
+    """``fn``, except that a call whose loop is still compiling (``kernels.compiler``: a
+    first use with no numba cache) runs through CPU's kernel on aliases of its mydev
+    buffers: CPU's exact bits, not counted in ``fallback_stats``."""
+    base, _, overload = name.partition(".")
+    op = getattr(getattr(torch.ops.aten, base), overload or "default")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NotCompiled:
+            compiler.served_on_cpu(name)
+            return fallback.run_on_cpu(op, args, kwargs, count=False)
+
+    kernel.__name__ = kernel.__qualname__ = getattr(fn, "__name__", name)
+    kernel.__wrapped__ = fn
+    return kernel
+
+
 def register() -> None:
     """Register every kernel of `KERNELS` for PrivateUse1, then the CPU fallback (once)."""
     global _library
@@ -47,7 +69,7 @@ def register() -> None:
         return
     _library = torch.library.Library("aten", "IMPL")
     for op, fn in KERNELS.items():
-        _library.impl(op, fn, "PrivateUse1")
+        _library.impl(op, _served(op, fn), "PrivateUse1")
     fallback.register()
     fallback_sparse.register()  # sparse COO tensors (docs/fallback.md)
     quantized.register()  # refuses quantized tensors with one clear error (docs/ops.md)

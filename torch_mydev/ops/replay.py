@@ -15,9 +15,14 @@ call the table does not know goes to the Python path, which raises, plans or rec
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 from torch_mydev import _C
+from torch_mydev.kernels.compiler import NotCompiled
 
 __all__ = [
     "COPY",
@@ -45,6 +50,19 @@ NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 _META_WORDS = 8
 
 
+def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
+    """``make``, skipped while the C entry it needs compiles in the background: the call
+    runs through Python, and a later call records it."""
+
+    @functools.wraps(make)
+    def maybe(*args: object) -> None:
+        with contextlib.suppress(NotCompiled):
+            make(*args)
+
+    return maybe
+
+
+@_unless_compiling
 def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     """Record ``entry`` (an ``elementwise_entries.Entry`` whose loop is ``kind``:
     ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
@@ -83,6 +101,7 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     )
 
 
+@_unless_compiling
 def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple = ()) -> None:
     """Record a same-dtype copy set up as ``prepared`` (a ``kernels.PreparedCopy`` whose
     serial loop runs it) under ``key``; ``layout`` is ``(sizes, strides, dtype, device

@@ -1,0 +1,140 @@
+"""First use with no numba cache: no call waits for a compile (kernels/compiler.py).
+
+Each case runs in a fresh interpreter with an empty ``NUMBA_CACHE_DIR`` and
+``TORCH_MYDEV_COMPILE=background``, the way a new user meets the device. The truth is torch
+CPU: every result has CPU's bits, sizes and strides whichever path served it, and the
+compiler's counts say which path that was. No test measures a time.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+_PRELUDE = """
+import torch
+from torch_mydev.kernels import compiler
+import torch_mydev
+from numba.core import event
+
+compiles = []  # compiles of torch_mydev loops that ran to the end in this process
+class Seen(event.Listener):
+    def on_start(self, e):
+        pass
+    def on_end(self, e):
+        func = e.data["dispatcher"].py_func
+        failed = (e._exc_details or (None,))[0] is not None  # numba's is_failed is inverted
+        if func.__module__.startswith("torch_mydev") and not failed:
+            compiles.append(func.__qualname__)
+
+def check(name, fn, *inputs):
+    expected = fn(*inputs)
+    got = fn(*[t.to("mydev") for t in inputs])
+    assert got.device.type == "mydev", name
+    assert got.dtype == expected.dtype and got.shape == expected.shape, name
+    assert got.stride() == expected.stride(), (name, got.stride(), expected.stride())
+    got, expected = got.cpu().reshape(-1), expected.reshape(-1)
+    if expected.dtype.is_floating_point:  # the same bits, NaN payloads and signed zeros too
+        got, expected = got.view(torch.uint8), expected.view(torch.uint8)
+    assert torch.equal(got, expected), name
+"""
+
+_FIRST_CALLS = """
+import numba  # noqa: loaded by the first copy anyway
+event.register("numba:compile", Seen())
+g = torch.Generator().manual_seed(0)
+x = torch.randn(64, 32, generator=g)
+big = torch.randn(512, 1024, generator=g)
+cl = torch.randn(2, 3, 8, 8, generator=g).to(memory_format=torch.channels_last)
+i = torch.randint(-50, 50, (64, 32), generator=g)
+cases = [
+    ("add", lambda t: t + t, x),
+    ("add int", lambda t: t + 3, i),
+    ("mul bf16", lambda t: t.bfloat16() * t.bfloat16(), x),
+    ("div", lambda t: t / 3, x),
+    ("cast f16", lambda t: t.half(), x),
+    ("cast int->f64", lambda t: t.double(), i),
+    ("transpose copy", lambda t: t.t().contiguous(), x),
+    ("where", lambda t: torch.where(t < 0, t, -t), x),
+    ("relu channels_last", torch.relu, cl),
+    ("compare", lambda t: t > 0.5, x),
+    ("neg", torch.neg, i),
+    ("sum", lambda t: t.sum(1), x),
+    ("mean", lambda t: t.mean(0), x),
+    ("sum f64", lambda t: t.double().sum(0), x),
+    ("amax", lambda t: t.amax(1), x),
+    ("amin", lambda t: t.amin(0), i),
+    ("add parallel", lambda t: t + 1, big),
+    ("sum parallel", lambda t: t.sum(1), big),
+]
+for _ in range(2):  # the first and the second call of each
+    for name, fn, t in cases:
+        check(name, fn, t)
+stats = compiler.stats()
+assert not compiles, compiles  # no torch_mydev loop compiled in this process
+assert stats.get("compiled_in_caller", 0) == 0, stats
+assert torch_mydev.fallback_stats() == {}, torch_mydev.fallback_stats()
+served = sum(v for k, v in stats.items() if k.startswith("served_on_cpu:"))
+assert served >= len(cases), stats
+print("served", served, "queued", stats["queued"])
+"""
+
+
+def _run(script: str, cache: str) -> str:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+    out = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out.stdout
+
+
+def test_first_calls_never_compile_in_the_caller_and_equal_cpu():
+    with tempfile.TemporaryDirectory() as cache:
+        out = _run(_FIRST_CALLS, cache)
+    assert out.startswith("served")
+
+
+_TAKE_OVER = """
+x = torch.randn(64, 32)
+check("add", lambda t: t + t, x)
+assert compiler.stats()["served_on_cpu:add.Tensor"] == 1
+# Each call finds the next loop it lacks (the Python path's loops, then the stub's C entry):
+# wait and call until two calls in a row queue nothing new.
+quiet = 0
+for _ in range(8):
+    assert compiler.wait(timeout=540), compiler.stats()
+    queued = compiler.stats()["queued"]
+    check("add", lambda t: t + t, x)
+    quiet = quiet + 1 if compiler.stats()["queued"] == queued else 0
+    if quiet == 2:  # the stub's record is made on a layout's second native call
+        break
+before = compiler.stats()
+for _ in range(3):
+    check("add", lambda t: t + t, x)
+after = compiler.stats()
+assert after == before, (before, after)  # the loops ran these: nothing served, nothing queued
+assert after["compiled"] >= 2 and after.get("failed", 0) == 0, after
+assert after.get("compiled_in_caller", 0) == 0, after
+print("ok")
+"""
+
+
+def test_the_compiled_loop_takes_over_once_the_child_is_done():
+    with tempfile.TemporaryDirectory() as cache:
+        assert _run(_TAKE_OVER, cache).strip() == "ok"
+
+
+@pytest.mark.parametrize("mode", ["sync", "background"])
+def test_mode_is_read_from_the_environment(mode):
+    code = "from torch_mydev.kernels import compiler; print(compiler.mode)"
+    env = {**os.environ, "TORCH_MYDEV_COMPILE": mode}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == mode, out.stderr[-2000:]

@@ -1,0 +1,275 @@
+"""Where a loop's machine code comes from: memory, numba's on-disk cache, or a child process.
+
+A loop that is in neither memory nor numba's cache takes numba seconds to minutes to
+compile. In ``background`` mode (the default) a call never waits for that: numba announces
+every compile that is about to start (its ``numba:compile`` event, broadcast after the cache
+lookup missed), and for a torch_mydev loop asked for outside an allowed compile the listener
+here queues the loop's signature for a compiler process and raises ``NotCompiled``. The op's
+registration catches it and serves the call through CPU's kernel on aliases of the mydev
+buffers (``ops/registry.py``), which gives CPU's exact bits. The child compiles the queued
+signatures into numba's on-disk cache at low priority, outside this process's GIL; a later
+call finds the loop there and loads it in milliseconds.
+
+``sync`` mode (``TORCH_MYDEV_COMPILE=sync``; what the test suite runs) compiles in the
+calling thread, as numba does by default. A signature whose compile failed in the child,
+or that the child cannot name (a loop made inside a function), is compiled in the caller
+too, so a real error reaches the user.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+MODE_ENV = "TORCH_MYDEV_COMPILE"
+MODES = ("background", "sync")
+mode: str = os.environ.get(MODE_ENV, "background")
+if mode not in MODES:
+    raise ValueError(f"{MODE_ENV} must be one of {MODES}, not {mode!r}")
+
+_PACKAGE = __name__.rpartition(".")[0].rpartition(".")[0] + "."  # "torch_mydev."
+
+
+class NotCompiled(Exception):
+    """The loop a call needs is being compiled in the background: serve the call another way."""
+
+
+# ("compile", module, qualified name, numba argument types): a dispatcher's signature;
+# ("call", module, qualified name, arguments): a function that makes a C entry when called.
+Job = tuple[str, str, str, tuple]
+
+_lock = threading.Lock()
+_wake = threading.Condition(_lock)
+_queued: list[Job] = []
+_pending: set[Job] = set()  # queued or in the child now
+_failed: set[Job] = set()
+_done: set[Job] = set()
+_stats: Counter[str] = Counter()
+_worker: threading.Thread | None = None
+_child: subprocess.Popen | None = None
+_local = threading.local()  # .depth: compiles running in this thread now
+
+
+def stats() -> dict[str, int]:
+    """Counts since start: ``queued`` signatures, ``compiled`` in the child, ``failed`` there,
+    ``pending`` now, ``compiled_in_caller`` (sync mode, failures, unnamed loops), and
+    ``served_on_cpu:<op>``, the calls of each native op served by CPU meanwhile."""
+    with _lock:
+        return {**_stats, "pending": len(_pending)}
+
+
+def served_on_cpu(op: str) -> None:
+    """Count a call of the native op ``op`` that ran on CPU while its loop compiled."""
+    with _lock:
+        _stats[f"served_on_cpu:{op}"] += 1
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Block until no compile is queued or running; False if ``timeout`` ran out first."""
+    with _wake:
+        return _wake.wait_for(lambda: not _pending, timeout)
+
+
+def _job(dispatcher: Any, args: tuple) -> Job:
+    func = dispatcher.py_func
+    return ("compile", func.__module__, func.__qualname__, tuple(args))
+
+
+def _on_compile_start(event: Any) -> None:
+    """A compile is about to start (numba looked in its cache and missed). It runs here in
+    sync mode, nested inside a compile that runs here, for another package's function, and
+    for a job the child failed, already compiled (its cache entry did not load here), or
+    cannot name (a loop made inside a function); otherwise it is queued for the child and
+    the call raises ``NotCompiled``."""
+    depth = getattr(_local, "depth", 0)
+    dispatcher = event.data["dispatcher"]
+    if depth == 0 and dispatcher.py_func.__module__.startswith(_PACKAGE):
+        job = _job(dispatcher, event.data["args"])
+        if mode == "sync" or job in _failed or job in _done or "<locals>" in job[2]:
+            with _lock:
+                _stats["compiled_in_caller"] += 1
+        else:
+            _submit(job)
+            raise NotCompiled(f"{job[2]}{job[3]} is compiling in the background")
+    _local.depth = depth + 1
+
+
+def _on_compile_end(event: Any) -> None:
+    # A refused start happens only at depth 0, so an end at depth 0 is that refusal's.
+    depth = getattr(_local, "depth", 0)
+    if depth:
+        _local.depth = depth - 1
+
+
+def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args: tuple) -> int:
+    """The address of ``body`` compiled as a ``numba.cfunc`` of ``signature``, cached on disk.
+
+    ``maker(*args)`` is the function that calls this one (a factory of C entries). In
+    background mode an entry in neither memory nor numba's cache is queued for the child,
+    which calls ``maker(*args)``, and this raises ``NotCompiled``.
+    """
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
+
+    cfunc = CFunc(body, sigutils.normalize_signature(signature), locals={}, options=options)
+    cfunc.enable_caching()
+    job = ("call", maker.__module__, maker.__qualname__, args)
+    depth = getattr(_local, "depth", 0)
+    waits = mode == "background" and depth == 0 and job not in _failed and job not in _done
+    if waits and not _on_disk(cfunc):
+        _submit(job)
+        raise NotCompiled(f"{job[2]}{args} is compiling in the background")
+    _local.depth = depth + 1  # the loops it calls compile here too, if they must
+    try:
+        cfunc.compile()
+    finally:
+        _local.depth = depth
+    return cfunc.address
+
+
+def _on_disk(cfunc: Any) -> bool:
+    """Whether numba's cache index holds ``cfunc``'s entry (numba 0.68's ``Cache`` layout;
+    tests/kernels/test_compiler.py fails loudly if it changes)."""
+    cache = cfunc._cache
+    key = cache._index_key(cfunc._sig, cfunc._targetdescr.target_context.codegen())
+    return key in cache._cache_file._load_index()
+
+
+def install() -> None:
+    """Listen to numba's compiles (once numba is loaded: ``kernels.load_numba_modules``)."""
+    global _listener
+    from numba.core import event
+
+    if _listener is None:
+
+        class Listener(event.Listener):
+            def on_start(self, e: Any) -> None:
+                _on_compile_start(e)
+
+            def on_end(self, e: Any) -> None:
+                _on_compile_end(e)
+
+        _listener = Listener()
+        event.register("numba:compile", _listener)
+
+
+_listener: Any = None
+
+
+def _submit(job: Job) -> None:
+    global _worker
+    with _lock:
+        if job in _pending:
+            return
+        _pending.add(job)
+        _queued.append(job)
+        _stats["queued"] += 1
+        if _worker is None:
+            _worker = threading.Thread(target=_work, name="mydev-compile", daemon=True)
+            _worker.start()
+        _wake.notify_all()
+
+
+def _work() -> None:
+    """Hand queued signatures to one child process at a time, in batches."""
+    global _child
+    while True:
+        with _wake:
+            _wake.wait_for(lambda: bool(_queued))
+            batch = list(_queued)
+            _queued.clear()
+        done = _compile_in_child(batch)
+        with _wake:
+            for job in batch:
+                _pending.discard(job)
+                if job in done:
+                    _done.add(job)
+                    _stats["compiled"] += 1
+                else:
+                    _failed.add(job)
+                    _stats["failed"] += 1
+            _wake.notify_all()
+
+
+def _compile_in_child(batch: list[Job]) -> set[Job]:
+    """Run ``python -m torch_mydev.kernels._compile`` over ``batch``; the jobs it compiled."""
+    global _child
+    env = {**os.environ, MODE_ENV: "sync", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    try:
+        with _lock:
+            _child = subprocess.Popen(
+                [sys.executable, "-m", __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        out, _ = _child.communicate(pickle.dumps(batch))
+        return set(pickle.loads(out)) if _child.returncode == 0 else set()
+    except Exception:  # no child could run (or it said nothing readable): compile here later
+        return set()
+    finally:
+        with _lock:
+            _child = None
+
+
+@atexit.register
+def _stop_child() -> None:
+    """Exit does not wait for a compile: the child is ended (numba writes its cache files
+    whole, by rename, so an ended child leaves no half-written entry)."""
+    with _lock:
+        child = _child
+    if child is not None and child.poll() is None:
+        child.kill()
+
+
+def _after_fork_in_child() -> None:
+    """A forked process starts with no worker and no child of its own; what its parent had
+    queued it queues again when it needs it."""
+    global _lock, _wake, _worker, _child
+    _lock = threading.Lock()
+    _wake = threading.Condition(_lock)
+    _queued.clear()
+    _pending.clear()
+    _worker = None
+    _child = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _main() -> None:
+    """The child: compile each job read from stdin into the cache; print the ones done."""
+    import contextlib
+
+    os.nice(10)  # the user's process comes first
+    from torch_mydev import kernels
+
+    kernels.load_numba_modules()
+    done = []
+    for job in pickle.loads(sys.stdin.buffer.read()):
+        kind, module, qualname, args = job
+        with contextlib.suppress(Exception):  # a failed job is compiled by its caller
+            target = _resolve(module, qualname)
+            target.compile(args) if kind == "compile" else target(*args)
+            done.append(job)
+    sys.stdout.buffer.write(pickle.dumps(done))
+
+
+if __name__ == "__main__":
+    _main()
