@@ -138,3 +138,65 @@ def test_mode_is_read_from_the_environment(mode):
     env = {**os.environ, "TORCH_MYDEV_COMPILE": mode}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == mode, out.stderr[-2000:]
+
+
+_CHILD_KILLED = """
+import signal, time
+x = torch.randn(64, 32)
+check("neg", torch.neg, x)
+for _ in range(600):  # the worker starts its child at once; wait for it to exist
+    with compiler._lock:
+        child = compiler._child
+    if child is not None:
+        break
+    time.sleep(0.05)
+child.send_signal(signal.SIGKILL)  # what ending it from outside does: not the job's failure
+assert compiler.wait(timeout=540), compiler.stats()
+stats = compiler.stats()
+assert stats.get("failed", 0) == 0 and stats["compiled"] >= 1, stats
+served = stats["served_on_cpu:neg"]
+for _ in range(2):
+    check("neg", torch.neg, x)
+assert compiler.stats()["served_on_cpu:neg"] == served, compiler.stats()  # the loop ran
+print("ok")
+"""
+
+
+def test_a_child_ended_from_outside_is_run_again():
+    with tempfile.TemporaryDirectory() as cache:
+        assert _run(_CHILD_KILLED, cache).strip() == "ok"
+
+
+_THREADS_AND_FORK = """
+import os, sys, threading
+x = torch.randn(64, 32)
+errors = []
+barrier = threading.Barrier(8)
+def first_call(k):
+    try:
+        barrier.wait()
+        check("mul", lambda t: t * (k + 1), x)
+        check("compare", lambda t: t > k, x)
+    except BaseException as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=first_call, args=(k,)) for k in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not errors, errors
+assert compiler.stats().get("compiled_in_caller", 0) == 0, compiler.stats()
+pending = compiler.stats()["pending"]
+assert pending, compiler.stats()
+pid = os.fork()  # with compiles queued in the parent
+if pid == 0:  # a forked worker that never touches mydev (CUDA's rule: it may not) and exits
+    compiler.served_on_cpu("nothing")
+    sys.exit(0)  # runs atexit: it must not end the parent's compiler process
+assert os.waitpid(pid, 0)[1] == 0
+assert compiler.wait(timeout=540), compiler.stats()
+assert compiler.stats().get("failed", 0) == 0, compiler.stats()
+print("ok")
+"""
+
+
+def test_threads_at_once_and_a_forked_child_leave_the_compiles_alone():
+    with tempfile.TemporaryDirectory() as cache:
+        assert _run(_THREADS_AND_FORK, cache).strip() == "ok"

@@ -52,6 +52,8 @@ _queued: list[Job] = []
 _pending: set[Job] = set()  # queued or in the child now
 _failed: set[Job] = set()
 _done: set[Job] = set()
+_tries: Counter[Job] = Counter()  # runs of a child that a signal ended, per job
+_MAX_TRIES = 2
 _stats: Counter[str] = Counter()
 _worker: threading.Thread | None = None
 _child: subprocess.Popen | None = None
@@ -119,8 +121,11 @@ def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args
     from numba.core import sigutils
     from numba.core.ccallback import CFunc
 
+    from torch_mydev.kernels._cache_key import key_cache
+
     cfunc = CFunc(body, sigutils.normalize_signature(signature), locals={}, options=options)
     cfunc.enable_caching()
+    key_cache(cfunc)  # keyed by all the kernels' sources, as every loop's cache is
     job = ("call", maker.__module__, maker.__qualname__, args)
     depth = getattr(_local, "depth", 0)
     waits = mode == "background" and depth == 0 and job not in _failed and job not in _done
@@ -186,21 +191,30 @@ def _work() -> None:
             _wake.wait_for(lambda: bool(_queued))
             batch = list(_queued)
             _queued.clear()
-        done = _compile_in_child(batch)
+        done, ended = _compile_in_child(batch)
         with _wake:
             for job in batch:
-                _pending.discard(job)
                 if job in done:
                     _done.add(job)
                     _stats["compiled"] += 1
+                elif ended and _tries[job] < _MAX_TRIES:  # killed from outside: try again
+                    _tries[job] += 1
+                    _queued.append(job)
+                    continue
                 else:
                     _failed.add(job)
                     _stats["failed"] += 1
+                _pending.discard(job)
             _wake.notify_all()
 
 
-def _compile_in_child(batch: list[Job]) -> set[Job]:
-    """Run ``python -m torch_mydev.kernels._compile`` over ``batch``; the jobs it compiled."""
+def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
+    """Run ``python -m torch_mydev.kernels.compiler`` over ``batch``: the jobs it compiled,
+    and whether a signal ended it (not a failure of the jobs: they are tried again).
+
+    The child runs in a session of its own, so a Ctrl-C at the terminal, which interrupts
+    the user's program, does not end a compile the next run would need too.
+    """
     global _child
     env = {**os.environ, MODE_ENV: "sync", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
     try:
@@ -211,11 +225,14 @@ def _compile_in_child(batch: list[Job]) -> set[Job]:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env=env,
+                start_new_session=True,
             )
         out, _ = _child.communicate(pickle.dumps(batch))
-        return set(pickle.loads(out)) if _child.returncode == 0 else set()
+        if _child.returncode:
+            return set(), _child.returncode < 0
+        return set(pickle.loads(out)), False
     except Exception:  # no child could run (or it said nothing readable): compile here later
-        return set()
+        return set(), False
     finally:
         with _lock:
             _child = None
@@ -239,6 +256,7 @@ def _after_fork_in_child() -> None:
     _wake = threading.Condition(_lock)
     _queued.clear()
     _pending.clear()
+    _tries.clear()
     _worker = None
     _child = None
 
