@@ -108,10 +108,84 @@ def patch_tensor_dlpack_device() -> None:
     torch.Tensor.__dlpack_device__ = __dlpack_device__  # type: ignore[method-assign]
 
 
+# ---- backend metadata (csrc_stub/backend_meta.cpp) through deepcopy and fake tensors -------
+
+_TORCH_BITS = ("conj", "neg")  # keys of get_tensor_metadata that are torch's, not the backend's
+
+
+def copy_backend_meta(src: Any, dst: Any) -> None:
+    """Give mydev tensor `dst` the backend flags of mydev tensor `src` (what torch 2.13 lacks:
+    later torch copies them with ``torch._C._copy_backend_meta``); anything else: nothing."""
+    import torch
+
+    if src.device.type != DEVICE or dst.device.type != DEVICE:
+        return
+    flags = {k: v for k, v in torch._C._get_tensor_metadata(src).items() if k not in _TORCH_BITS}
+    if flags:
+        torch._C._set_tensor_metadata(dst, flags)
+
+
+def patch_deepcopy_backend_meta() -> None:
+    """``torch.Tensor.__deepcopy__`` and ``torch.nn.Parameter.__deepcopy__``: the copy of a
+    mydev tensor keeps its backend flags.
+
+    torch 2.13 makes the copy from a new storage (``new_empty([]).set_(...)``) or a
+    ``clone``, which start without backend metadata, so deepcopy (``copy.deepcopy(model)``)
+    dropped the flags that ``torch.save`` keeps.
+    """
+    import torch
+
+    for cls in (torch.Tensor, torch.nn.Parameter):
+        original = cls.__dict__["__deepcopy__"]
+        if getattr(original, "_mydev_patched", False):
+            continue
+
+        def __deepcopy__(self: Any, memo: dict, original: Any = original) -> Any:
+            result = original(self, memo)
+            if isinstance(result, torch.Tensor):
+                copy_backend_meta(self, result)
+            return result
+
+        __deepcopy__._mydev_patched = True  # type: ignore[attr-defined]
+        __deepcopy__._mydev_original = original  # type: ignore[attr-defined]
+        __deepcopy__.__doc__ = original.__doc__
+        cls.__deepcopy__ = __deepcopy__  # type: ignore[method-assign]
+
+
+def patch_fake_tensor_backend_meta() -> None:
+    """``torch._subclasses.fake_tensor.FakeTensorConverter.from_real_tensor``: the fake
+    tensor of a mydev tensor has its backend flags.
+
+    torch 2.13 builds the fake from a meta tensor and copies sizes, strides and autograd
+    state, not backend metadata. As later torch does, the flags come from the real tensor,
+    or from the tensor a ``FunctionalTensor`` wraps (the wrapper has none).
+    """
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    original = FakeTensorConverter.from_real_tensor
+    if getattr(original, "_mydev_patched", False):
+        return
+
+    def from_real_tensor(self: Any, fake_mode: Any, t: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, fake_mode, t, *args, **kwargs)
+        inner = torch._from_functional_tensor(t.elem) if isinstance(t, FunctionalTensor) else t
+        copy_backend_meta(inner, out)
+        return out
+
+    from_real_tensor._mydev_patched = True  # type: ignore[attr-defined]
+    from_real_tensor._mydev_original = original  # type: ignore[attr-defined]
+    from_real_tensor.__doc__ = original.__doc__
+    FakeTensorConverter.from_real_tensor = from_real_tensor  # type: ignore[method-assign]
+
+
 def apply_runtime() -> None:
     """The runtime patches (called when ``torch.mydev`` is installed,
     ``torch_mydev.runtime_surface.install``)."""
     patch_tensor_dlpack_device()
+    patch_deepcopy_backend_meta()
+    patch_fake_tensor_backend_meta()
 
 
 # ---- torch.distributed ----------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""Device selection context managers, lazy initialisation and device properties.
+"""Device selection context managers and device properties.
 
-Named and behaving as ``torch.cuda``'s (``torch.cuda.device``, ``device_of``, ``init``,
-``is_initialized``, ``get_device_properties``, ``get_device_name``,
-``get_device_capability``). mydev devices are host memory driven by the host's cores, so the
-properties describe the host (docs/runtime.md, "Device properties").
+Named and behaving as ``torch.cuda``'s (``torch.cuda.device``, ``device_of``,
+``get_device_properties``, ``get_device_name``, ``get_device_capability``). mydev devices are
+host memory driven by the host's cores, so the properties describe the host (docs/runtime.md,
+"Device properties"). Initialisation is `torch_mydev.lazy_init`'s.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ from torch_mydev.devices import DeviceLike, index_of
 # What ``get_device_capability`` reports: mydev's own (major, minor) version of what its
 # kernels support, not a GPU architecture. See docs/runtime.md.
 CAPABILITY = (1, 0)
-
-
-def _module() -> Any:
-    return getattr(torch, torch._C._get_privateuse1_backend_name())
 
 
 def _optional_index(device: Any) -> int:
@@ -67,29 +63,6 @@ class device_of(device):  # torch.cuda.device_of's name
         super().__init__(obj.get_device() if on_mydev else -1)
 
 
-def _lazy_init() -> None:
-    """Mark mydev as used: ``torch.mydev._initialized`` becomes True.
-
-    torch's factories call it the first time a mydev device is used
-    (``torch/csrc/utils/device_lazy_init.cpp`` ``device_lazy_init``), as they call
-    ``torch.cuda._lazy_init``. ``torch.utils.checkpoint`` and ``torch.random.fork_rng`` save
-    and restore a device's RNG state only when ``_initialized`` is true (they read it with
-    getattr on the device module).
-    """
-    _module()._initialized = True
-
-
-def init() -> None:
-    """Initialise mydev now (``torch.cuda.init``); there is no driver, it only marks the
-    device as used."""
-    _lazy_init()
-
-
-def is_initialized() -> bool:
-    """Whether mydev has been initialised (``torch.cuda.is_initialized``)."""
-    return bool(getattr(_module(), "_initialized", False))
-
-
 def _cpu_name() -> str:
     """The host CPU's model name (``/proc/cpuinfo``), or the platform's processor name."""
     try:
@@ -100,6 +73,24 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def _l2_cache_size() -> int:
+    """Bytes of the level-2 cache of the host's first core (``/sys/devices/system/cpu``), or
+    0 where the host does not say."""
+    caches = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(caches)):
+            with open(f"{caches}/{entry}/level", encoding="ascii") as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(f"{caches}/{entry}/size", encoding="ascii") as f:
+                size = f.read().strip()
+            units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+            return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _cores() -> int:
@@ -118,7 +109,8 @@ class _MydevDeviceProperties:
     name: ``"mydev (<host CPU model>)"``; major/minor: ``CAPABILITY``; total_memory: host
     ``MemTotal`` (every device allocates from it); multi_processor_count: host cores this
     process may use (the kernels run on them); is_integrated: True (shares host memory, as an
-    integrated GPU does); index: the device's ordinal.
+    integrated GPU does); L2_cache_size: bytes of the host core's level-2 cache (0 when the
+    host does not say); index: the device's ordinal.
     """
 
     name: str
@@ -127,6 +119,7 @@ class _MydevDeviceProperties:
     total_memory: int
     multi_processor_count: int
     is_integrated: bool
+    L2_cache_size: int
     index: int
 
 
@@ -141,6 +134,7 @@ def get_device_properties(device: DeviceLike = None) -> _MydevDeviceProperties:
         total_memory=int(total),
         multi_processor_count=_cores(),
         is_integrated=True,
+        L2_cache_size=_l2_cache_size(),
         index=index,
     )
 

@@ -19,6 +19,7 @@ from torch_mydev.devices import (
     is_available,
     set_device,
 )
+from torch_mydev.lazy_init import _lazy_init
 
 _DeviceLike = DeviceLike
 _index = index_of
@@ -114,18 +115,15 @@ def initial_seed() -> int:
 
 
 def get_rng_state(device: _DeviceLike = None) -> torch.Tensor:
-    """The generator state as a CPU ByteTensor."""
+    """The generator state as a CPU ByteTensor (initialises mydev, as CUDA's does)."""
+    _lazy_init()
     return default_generator(device).get_state()
 
 
 def set_rng_state(state: torch.Tensor, device: _DeviceLike = None) -> None:
-    """Restore a state from `get_rng_state`."""
+    """Restore a state from `get_rng_state` (initialises mydev, as CUDA's does)."""
+    _lazy_init()
     default_generator(device).set_state(state)
-
-
-def _is_in_bad_fork() -> bool:
-    """Forking is safe: there is no driver state to lose (``torch.manual_seed`` asks)."""
-    return False
 
 
 _PUBLIC = (
@@ -161,7 +159,6 @@ _PUBLIC = (
     initial_seed,
     get_rng_state,
     set_rng_state,
-    _is_in_bad_fork,
 )
 
 

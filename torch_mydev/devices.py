@@ -3,7 +3,9 @@
 The device count comes from ``TORCH_MYDEV_DEVICE_COUNT`` (default 2), read once when the
 stub loads. As with CUDA, the current device belongs to the calling thread and starts at 0;
 ``torch.mydev.device(i)``, ``torch.accelerator.set_device_index`` and device guards all set
-the same state, kept in the stub (csrc_stub/device.cpp).
+the same state, kept in the stub (csrc_stub/device.cpp). As CUDA's, `current_device` and
+`set_device` initialise mydev first (`torch_mydev.lazy_init`), so they raise in a forked
+child of a process that had used mydev.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
+from torch_mydev.lazy_init import _lazy_init
 
 DeviceLike = torch.device | str | int | None
 
@@ -46,6 +49,7 @@ def device_count() -> int:
 
 def current_device() -> int:
     """Index of the calling thread's current mydev device (``torch.cuda.current_device``)."""
+    _lazy_init()
     return _C._current_device()
 
 
@@ -61,7 +65,9 @@ def set_device(device: DeviceLike) -> None:
         raise ValueError(
             f"Expected a torch.device with a specified index or an integer, but got:{device}"
         )
-    _C._set_device(index_of(device))
+    index = index_of(device)
+    _lazy_init()
+    _C._set_device(index)
 
 
 def _exchange_device(device: int) -> int:

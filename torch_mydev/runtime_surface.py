@@ -1,19 +1,21 @@
 """Install the runtime functions of H3's modules on ``torch.mydev`` (serialization's device
-context managers, device properties, autocast, DLPack, profiler)."""
+context managers, lazy initialisation and fork poisoning, device properties, autocast,
+DLPack, profiler)."""
 
 from __future__ import annotations
 
 import torch
 
-from torch_mydev import _patches, autocast, device_info
+from torch_mydev import _patches, autocast, device_info, lazy_init
 from torch_mydev._names import DEVICE
 
 _FUNCTIONS = (
     device_info.device,
     device_info.device_of,
-    device_info.init,
-    device_info.is_initialized,
-    device_info._lazy_init,
+    lazy_init.init,
+    lazy_init.is_initialized,
+    lazy_init._lazy_init,
+    lazy_init._is_in_bad_fork,
     device_info.get_device_properties,
     device_info.get_device_name,
     device_info.get_device_capability,
