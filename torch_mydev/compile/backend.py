@@ -9,12 +9,10 @@ of `torch_mydev._patches`.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch._dynamo.device_interface import CpuInterface, register_interface_for_device
+from torch._dynamo import device_interface
 from torch._inductor.codegen.common import (
     register_backend_for_device,
     register_device_op_overrides,
@@ -28,54 +26,11 @@ from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 
 from torch_mydev import _patches
 from torch_mydev._names import DEVICE
+from torch_mydev.compile import interface
+from torch_mydev.compile.interface import MydevInterface
 
 #: Kernels are the C++/OpenMP kernels inductor generates for CPU.
 Scheduling = CppScheduling
-
-
-class MydevInterface(CpuInterface):
-    """``DeviceInterface`` of mydev: CPU's (host timing events, no raw streams), with
-    mydev's device index, count and synchronize (``torch.mydev``)."""
-
-    @staticmethod
-    @contextlib.contextmanager
-    def device(device: Any) -> Iterator[None]:  # type: ignore[override]
-        index = torch.device(DEVICE, device).index if isinstance(device, int) else None
-        if index is None and device is not None:
-            index = torch.device(device).index
-        previous = torch.mydev._exchange_device(-1 if index is None else index)
-        try:
-            yield
-        finally:
-            torch.mydev._maybe_exchange_device(previous)
-
-    @staticmethod
-    def current_device() -> int:
-        return torch.mydev.current_device()
-
-    @staticmethod
-    def set_device(device: Any) -> None:
-        torch.mydev.set_device(device)
-
-    @staticmethod
-    def device_count() -> int:
-        return torch.mydev.device_count()
-
-    @staticmethod
-    def exchange_device(device: int) -> int:
-        return torch.mydev._exchange_device(device)
-
-    @staticmethod
-    def maybe_exchange_device(device: int) -> int:
-        return torch.mydev._maybe_exchange_device(device)
-
-    @staticmethod
-    def synchronize(device: Any = None) -> None:
-        torch.mydev.synchronize(device)
-
-    @staticmethod
-    def is_triton_capable(device: Any = None) -> bool:
-        return False
 
 
 class PythonWrapperCodegen(_PythonWrapper):
@@ -212,7 +167,7 @@ def register() -> None:
     if _registered:
         return
     _registered = True
-    register_interface_for_device(DEVICE, MydevInterface)
+    interface.register(device_interface)
     register_device_op_overrides(DEVICE, CpuDeviceOpOverrides())
     register_backend_for_device(
         DEVICE, Scheduling, PythonWrapperCodegen, CppWrapperCodegen, WrapperFxCodegen

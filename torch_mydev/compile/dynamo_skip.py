@@ -9,9 +9,9 @@ or right after dynamo imports it) without importing dynamo itself.
 
 from __future__ import annotations
 
-import sys
 import types
-from typing import Any
+
+from torch_mydev.compile.on_import import after_import
 
 _MODULE = "torch._dynamo.trace_rules"
 _PACKAGES = ("torch_mydev", "torch_mydev_rules")
@@ -22,32 +22,6 @@ def _skip(trace_rules: types.ModuleType) -> None:
         trace_rules.add(package)
 
 
-class _Watcher:
-    """A ``sys.meta_path`` finder that finds nothing; when ``trace_rules`` is imported, it
-    wraps that module's loader to call `_skip` (importlib.abc/util stay unimported: cost)."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != _MODULE:
-            return None
-        import importlib.util
-
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_skip(module: types.ModuleType) -> None:
-            exec_module(module)
-            _skip(module)
-
-        spec.loader.exec_module = exec_then_skip  # type: ignore[method-assign]
-        return spec
-
-
 def install() -> None:
-    """Skip mydev's packages in dynamo now if it is loaded, else once it loads (once)."""
-    if _MODULE in sys.modules:
-        _skip(sys.modules[_MODULE])
-    elif not any(isinstance(f, _Watcher) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Watcher())
+    """Skip mydev's packages in dynamo now if it is loaded, else once it loads."""
+    after_import(_MODULE, _skip)
