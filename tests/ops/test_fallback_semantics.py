@@ -301,8 +301,9 @@ SDPA_FORMS = {
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("kwargs", SDPA_FORMS.values(), ids=SDPA_FORMS.keys())
 def test_sdpa_takes_cpus_backend(dtype, kwargs):
-    """CPU picks its flash kernel (``_fused_sdp_choice == 1``); mydev runs the same one, so
-    outputs and gradients are CPU's bits (the math path differed by ulps)."""
+    """CPU picks its flash kernel (``_fused_sdp_choice == 1``); mydev picks OVERRIDEABLE (4),
+    whose kernel is that one, so outputs and gradients are CPU's bits (the math path differed
+    by ulps). More in tests/device/test_sdpa_overrideable.py."""
     gen = torch.Generator().manual_seed(3)
     shapes = [(4, 4, 3, 8), (4, 4, 6, 8), (4, 4, 6, 8)]
     cpu = [torch.randn(s, generator=gen).to(dtype).requires_grad_() for s in shapes]
@@ -316,11 +317,11 @@ def test_sdpa_takes_cpus_backend(dtype, kwargs):
         k: v.to("mydev") if isinstance(v, torch.Tensor) else v for k, v in dev_kwargs.items()
     }
     assert torch._fused_sdp_choice(*cpu, **cpu_kwargs) == 1
-    assert torch._fused_sdp_choice(*dev, **dev_kwargs) == 1
+    assert torch._fused_sdp_choice(*dev, **dev_kwargs) == 4
     sdpa = torch.nn.functional.scaled_dot_product_attention
     expected, result = sdpa(*cpu, **cpu_kwargs), sdpa(*dev, **dev_kwargs)
     _same(expected.detach(), result.detach())
-    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in torch_mydev.fallback_stats()
+    assert "aten::_scaled_dot_product_fused_attention_overrideable" in torch_mydev.fallback_stats()
     grad = torch.randn(expected.shape, generator=gen).to(dtype)
     expected.backward(grad)
     result.backward(grad.to("mydev"))

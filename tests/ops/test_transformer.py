@@ -34,10 +34,10 @@ FALLBACK = {
     # Backward: mm 10 (input and weight gradients).
     "aten::addmm": 4,
     "aten::mm": 11,
-    # attention: CPU's SDPA choice (flash, as dropout is 0) and its kernels
-    "aten::_fused_sdp_choice": 1,
-    "aten::_scaled_dot_product_flash_attention_for_cpu": 1,
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": 1,
+    # attention: the OVERRIDEABLE backend (CPU would take flash, as dropout is 0), whose
+    # kernels are CPU's flash kernel and its backward (the choice itself is the stub's)
+    "aten::_scaled_dot_product_fused_attention_overrideable": 1,
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": 1,
     # normalisation, activation, loss
     "aten::native_layer_norm": 2,
     "aten::native_layer_norm_backward": 2,

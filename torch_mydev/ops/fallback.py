@@ -463,7 +463,7 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
 
 def register() -> None:
     """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops`` and
-    ``fallback_sdpa.scaled_dot_product_attention`` for PrivateUse1 (once)."""
+    the attention kernels of ``fallback_sdpa`` for PrivateUse1 (once)."""
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
@@ -477,9 +477,5 @@ def register() -> None:
     )
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
-    # CompositeImplicitAutograd; both keys, so autograd records the ops it calls
-    for key in ("PrivateUse1", "AutogradPrivateUse1"):
-        explicit.impl(
-            "scaled_dot_product_attention", fallback_sdpa.scaled_dot_product_attention, key
-        )
+    fallback_sdpa.register(explicit)
     _libraries.extend((boxed, explicit))
