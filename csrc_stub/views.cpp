@@ -3,10 +3,12 @@
 // is registered from Python (torch_mydev/ops).
 #include "mydev.h"
 
+#include <ATen/Context.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
-#include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -24,14 +26,34 @@ at::Tensor& set_empty_(at::Tensor& self) {
   return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
 }
 
-// ATen's CPU resize allocates from the storage's allocator, which allocates on the current
-// device: make the tensor's device current, as CUDA's resize guards the tensor's device.
+// ATen's CPU resize_ (native/Resize.cpp _resize_), step by step. It allocates from the
+// storage's allocator, which allocates on the current device: make the tensor's device
+// current, as CUDA's resize guards the tensor's device. Under deterministic algorithms the
+// bytes it adds to the storage are filled as ATen fills them (fill_resize_deterministic_),
+// by CPU's fill over an alias: every dtype CPU fills, with CPU's bits (ATen's own resize_
+// would dispatch that fill_ to mydev, whose kernel lacks some dtypes).
 const at::Tensor& resize_(
     const at::Tensor& self,
     c10::IntArrayRef size,
     std::optional<c10::MemoryFormat> memory_format) {
   const DeviceScope scope(self.device().index());
-  return at::native::resize_(self, size, memory_format);
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  const int64_t old_nbytes =
+      impl->unsafe_storage() ? static_cast<int64_t>(impl->unsafe_storage().nbytes()) : 0;
+  at::native::resize_impl_cpu_(impl, size, /*stride=*/std::nullopt);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(
+        *memory_format != c10::MemoryFormat::Preserve,
+        "Unsupported memory format",
+        *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  const at::Context& context = at::globalContext();
+  if (C10_UNLIKELY(
+          context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory())) {
+    at::native::fill_resize_deterministic_(cpu_alias(self, std::nullopt), old_nbytes);
+  }
+  return self;
 }
 
 } // namespace

@@ -32,6 +32,8 @@ DTYPES = [
     torch.int64,
     torch.bool,
 ]
+# Dtypes the native kernels lack (copies and fill_ go through CPU): CPU fills them too.
+OTHER_DTYPES = [torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.complex32]
 
 
 @pytest.fixture
@@ -50,8 +52,10 @@ def deterministic():
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    """The bytes of every element of ``t`` (in its logical order), on CPU."""
-    return t.cpu().contiguous().reshape(-1).view(torch.uint8)
+    """The bytes of every element of ``t`` (in its logical order), on CPU; read through a CPU
+    alias, which any dtype can be."""
+    cpu = _C._cpu_alias(t) if t.device.type == "mydev" else t
+    return cpu.contiguous().reshape(-1).view(torch.uint8)
 
 
 def _assert_same_bits(mydev: torch.Tensor, cpu: torch.Tensor) -> None:
@@ -76,14 +80,14 @@ FACTORIES: dict[str, Callable[[str, torch.dtype], torch.Tensor]] = {
     ),
     "empty_strided_gaps": lambda d, dt: torch.empty_strided((2, 3), (1, 4), dtype=dt, device=d),
     "empty_strided_expanded": lambda d, dt: torch.empty_strided((3, 4), (0, 1), dtype=dt, device=d),
-    "new_empty": lambda d, dt: torch.zeros(1, dtype=dt, device=d).new_empty((4, 2)),
-    "new_empty_strided": lambda d, dt: torch.zeros(1, dtype=dt, device=d).new_empty_strided(
+    "new_empty": lambda d, dt: torch.empty(1, dtype=dt, device=d).new_empty((4, 2)),
+    "new_empty_strided": lambda d, dt: torch.empty(1, dtype=dt, device=d).new_empty_strided(
         (2, 2), (1, 2)
     ),
 }
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES + OTHER_DTYPES, ids=str)
 @pytest.mark.parametrize("factory", list(FACTORIES), ids=str)
 def test_factories_fill_as_cpu(deterministic, factory, dtype):
     make = FACTORIES[factory]
@@ -120,10 +124,11 @@ def test_empty_like_with_other_options_fills_as_cpu(deterministic, dtype):
     assert torch.equal(_bits(onto_cpu), _bits(torch.empty_like(source, dtype=dtype)))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES + OTHER_DTYPES, ids=str)
 def test_resize_fills_only_the_new_bytes(deterministic, dtype):
-    cpu = torch.arange(5).to(dtype)
-    mydev = cpu.to("mydev")
+    cpu = torch.arange(5, dtype=torch.uint8).view(torch.int8).to(dtype)
+    mydev = torch.empty(5, dtype=dtype, device="mydev")
+    _C._cpu_alias(mydev).copy_(cpu)
     _garbage(torch.empty(64, dtype=dtype))
     for size in [(3,), (4, 4), (2,), (20,)]:  # shrinking keeps the storage: nothing new
         mydev.resize_(size)
