@@ -20,6 +20,7 @@ from torch_mydev.ops import (
     fallback,
     fallback_sparse,
     families,
+    histogram,
     quantized,
     reduction,
     tensor_type,
@@ -38,6 +39,8 @@ KERNELS: dict[str, Callable] = {
     **families.overload_kernels(),
     # native reductions (ops/reduction.py, docs/reductions.md)
     **reduction.KERNELS,
+    # histc: CUDA's integer histogram; other dtypes run CPU's kernel (ops/histogram.py)
+    **histogram.KERNELS,
 }
 
 _library: torch.library.Library | None = None
