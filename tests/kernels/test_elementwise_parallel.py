@@ -201,24 +201,3 @@ def test_which_binary_plans_tile(shape, strides, tiled):
     lane_strides = np.array(strides, np.int64)
     tile = K._tile_of(lane_strides, np.array(shape, np.int64))
     assert tile == (K.BINARY_TILE if tiled else 0)
-
-
-def test_parallel_caches_are_keyed_by_the_loops_source():
-    """numba keys a cache by its own file only; the parallel loops compile the serial rows in,
-    so their cache must go stale when ``_elementwise_loops.py`` changes. Fails loudly when a
-    numba upgrade moves the stamp ``_key_caches_by_dependencies`` sets."""
-    import os
-
-    from numba.core.dispatcher import Dispatcher
-
-    loops, par = _loops()
-    stat = os.stat(loops.__file__)
-    dispatchers = [
-        v
-        for v in vars(par).values()
-        if isinstance(v, Dispatcher) and v.py_func.__module__ == par.__name__
-    ]
-    assert len(dispatchers) >= 5
-    for d in dispatchers:
-        stamp = d._cache._cache_file._source_stamp
-        assert (stat.st_mtime, stat.st_size) in stamp, d

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit, types, uint64
 from numba.extending import overload
 
+from ._cache_key import key_caches
 from ._elementwise_loops import (
     bfloat16_to_float,
     float_to_bfloat16,
@@ -362,3 +363,6 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
         next_loop(idx, shape)
     if divisor > 0:
         _walk_outputs(out, shape, ostrides, fmt, divisor, False)
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

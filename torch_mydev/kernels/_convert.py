@@ -57,6 +57,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._cache_key import key_caches
+
 INT64_MIN = -(1 << 63)
 INT32_MIN = -(1 << 31)
 
@@ -251,3 +253,6 @@ def write_reduced(
     else:
         for i in range(n):
             dst[i] = float32_to_half_bits(np.float32(canon[2 * i]))
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

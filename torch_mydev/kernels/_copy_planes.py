@@ -34,6 +34,7 @@ import numba
 import numpy as np
 from numba import njit, prange, uint64
 
+from ._cache_key import key_caches
 from ._strided import _pointer
 
 
@@ -249,3 +250,6 @@ def copy_planes_at(
     dst = numba.carray(_pointer(dst_address, lane), dst_units)
     src = numba.carray(_pointer(src_address, lane), src_units)
     copy_planes(dst, 0, dst_strides, src, 0, src_strides, shape, width, block, b_begin, b_end)
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

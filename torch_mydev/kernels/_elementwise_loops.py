@@ -28,6 +28,7 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ._cache_key import key_caches
 from ._strided import _pointer
 from .dtypes import BFLOAT16, BOOL, HALF, PLAIN  # what a uint8 / uint16 lane holds
 
@@ -739,3 +740,6 @@ def unary_at(out_address, a_address, lane, meta, strides, shape):
         return 0
     base = np.zeros(2, np.int64)
     return unary_kernel(meta[2], out, a, base, strides, shape, meta[3])
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

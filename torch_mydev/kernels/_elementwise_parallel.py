@@ -16,21 +16,18 @@ themselves.
 A separate module, and separate functions from the serial ones: ``parallel=True`` compiles
 more slowly, so a dtype's parallel form is compiled (or loaded from numba's cache,
 ``cache=True``) only when an op of that dtype first runs above the threshold, and the small
-ops' serial entry points stay exactly as they were. Because the serial rows are compiled
-into these loops, their cache is keyed by ``_elementwise_loops``' source too
-(``_key_caches_by_dependencies``).
+ops' serial entry points stay exactly as they were. The serial rows are compiled into
+these loops, so their cache is keyed by ``_elementwise_loops``' source too, as every loop's
+is keyed by all the kernels' sources (``_cache_key``).
 """
 
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
 from numba import njit, prange
-from numba.core.dispatcher import Dispatcher
 
-from . import _elementwise_loops, _strided
+from ._cache_key import key_caches
 from ._elementwise_loops import (
     _binary_row,
     _compare_row,
@@ -390,24 +387,4 @@ def fill_parallel(out, value, base, strides, shape, slices):
     return 0
 
 
-def _key_caches_by_dependencies() -> None:
-    """Key numba's on-disk cache of every loop here by this file's and its dependencies'
-    stamps, not this file's alone.
-
-    numba keys a cached function by the (mtime, size) of its own source file only, yet
-    these loops are compiled with ``_elementwise_loops``' row functions (and ``_strided``'s
-    pointer intrinsic) inside them: an edit there left their cached machine code stale,
-    running the old rows (a new op code fell through to the last branch of the old row).
-    The stamp numba compares (``IndexDataCacheFile._source_stamp``, numba 0.68) becomes
-    the three files' stamps; a cache written under other stamps is ignored and rewritten.
-    """
-    paths = (__file__, _elementwise_loops.__file__, _strided.__file__)
-    stamp = tuple((os.stat(p).st_mtime, os.stat(p).st_size) for p in paths)
-    for value in list(globals().values()):
-        if isinstance(value, Dispatcher) and value.py_func.__module__ == __name__:
-            cache_file = getattr(value._cache, "_cache_file", None)  # None: caching off
-            if cache_file is not None:
-                cache_file._source_stamp = stamp
-
-
-_key_caches_by_dependencies()
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

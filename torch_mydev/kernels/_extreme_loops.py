@@ -26,6 +26,7 @@ import numba
 import numpy as np
 from numba import njit, uint64
 
+from ._cache_key import key_caches
 from ._strided import _pointer
 from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
 
@@ -137,3 +138,6 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
         obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans, acc)
         next_loop(idx, shape)
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
+from ._cache_key import key_caches
 from ._elementwise_loops import (
     bfloat16_to_float,
     float_to_bfloat16,
@@ -473,3 +474,6 @@ def _split_part(inp, base, rshape, rin, p, size, nred, fmt, op):
 def _store(out, i, acc, fmt, op, div):
     # ``put`` through a call: inlined after a parfor (numba 0.68), its store was lost.
     put(out, i, acc, fmt, op, div)
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -14,6 +14,7 @@ import functools
 import numba
 import numpy as np
 
+from ._cache_key import key_caches
 from ._copy_planes import copy_planes_at
 from ._replay_abi import JIT, c_entry
 from ._replay_abi import pointer_of as _pointer_of
@@ -77,3 +78,6 @@ def strided_entry(loop: str, unit_t: type) -> int:
 
         body = planes_replay
     return c_entry(body, strided_entry, (loop, unit_t))
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -35,6 +35,8 @@ from numba import njit, prange, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ._cache_key import key_caches
+
 
 def numba_threads() -> int:
     """Threads a parallel loop uses (``numba.get_num_threads``): one slice each."""
@@ -296,3 +298,6 @@ def _raw_memmove(typingctx, dst_address, src_address, nbytes):
 def move_bytes_at(dst_address: int, src_address: int, nbytes: int) -> None:
     """``memmove(dst_address, src_address, nbytes)``: one byte range, overlap-safe."""
     _raw_memmove(dst_address, src_address, nbytes)
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from ._cache_key import key_caches
+
 _INLINE = {"cache": True, "nogil": True, "error_model": "numpy", "inline": "always"}
 
 
@@ -70,3 +72,6 @@ def first_two(shape, ostrides, istrides):
     if shape.shape[0] > 1:
         return shape[0], ostrides[0], istrides[0], shape[1], ostrides[1], istrides[1]
     return shape[0], ostrides[0], istrides[0], 1, 0, 0
+
+
+key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -1,0 +1,131 @@
+"""numba's on-disk cache of every loop is keyed by all the kernels' sources (kernels/_cache_key.py).
+
+numba alone stamps a cached function with its own file: a loop that inlines a helper of
+another module kept running its old machine code after the helper changed. The truth here
+is numba's own cache log (``NUMBA_DEBUG_CACHE=1``: each entry saved, i.e. compiled, and each
+loaded) in fresh processes running a copy of the package with an empty cache.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from numba.core.caching import IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
+
+import torch_mydev
+from torch_mydev.kernels import _cache_key, load_numba_modules
+
+_KERNELS = Path(_cache_key.__file__).parent
+_DECORATOR = re.compile(r"^@(numba\.)?njit\b", re.MULTILINE)
+
+
+def _numba_modules() -> list[str]:
+    return sorted(p.stem for p in _KERNELS.glob("*.py") if _DECORATOR.search(p.read_text()))
+
+
+def test_every_cached_loop_is_keyed_by_the_kernels_sources():
+    """Each ``@njit`` of the package is a module-level dispatcher its module's last line
+    (``key_caches(__name__)``) stamps: none is missed, and the stamp is ``stamp()``.
+    Fails loudly if numba moves ``_cache._cache_file._source_stamp``."""
+    names = _numba_modules()
+    assert {"_convert", "_elementwise_loops", "_strided", "_walks"} <= set(names)
+    for name, module in zip(names, load_numba_modules(*names), strict=True):
+        decorators = len(_DECORATOR.findall(Path(module.__file__).read_text()))
+        dispatchers = [
+            v
+            for v in vars(module).values()
+            if isinstance(v, Dispatcher) and v.py_func.__module__ == module.__name__
+        ]
+        assert len(dispatchers) == decorators, name
+        for d in dispatchers:
+            assert d._cache._cache_file._source_stamp == _cache_key.stamp(), (name, d)
+
+
+def test_the_digest_follows_the_bytes_and_the_versions_not_the_times(tmp_path):
+    """Any edit of any source, or another numba/llvmlite/numpy, gives another stamp; a copy
+    of the same files (new mtimes, as ``pip install`` writes them) gives the same one."""
+    shutil.copytree(_KERNELS, tmp_path / "a", ignore=shutil.ignore_patterns("__pycache__"))
+    versions = "numba 0.68.1 llvmlite 0.50.0 numpy 2.4.6"
+    first = _cache_key.sources_digest(tmp_path / "a", versions)
+    assert first == _cache_key.sources_digest(_KERNELS, versions)
+    os.utime(tmp_path / "a" / "_walks.py", (0, 0))
+    assert _cache_key.sources_digest(tmp_path / "a", versions) == first
+    assert _cache_key.sources_digest(tmp_path / "a", versions + ".post1") != first
+    with (tmp_path / "a" / "_walks.py").open("a") as f:
+        f.write("\n")
+    assert _cache_key.sources_digest(tmp_path / "a", versions) != first
+
+
+def test_numba_ignores_an_entry_saved_under_another_stamp(tmp_path):
+    """The attribute ``key_cache`` sets is the one numba 0.68 compares: an index written
+    under one ``_source_stamp`` is empty under another (and whole again under the first)."""
+    cache_file = IndexDataCacheFile(str(tmp_path), "loop", "stamp A")
+    cache_file.save("key", "machine code")
+    assert cache_file.load("key") == "machine code"
+    cache_file._source_stamp = "stamp B"
+    assert cache_file.load("key") is None
+    cache_file._source_stamp = "stamp A"
+    assert cache_file.load("key") == "machine code"
+
+
+_NEG = """
+import torch
+import torch_mydev
+print("package", torch_mydev.__file__)
+x = torch.arange(-4.0, 4.0)
+y = x.to("mydev")
+for _ in range(3):  # the second native call of a layout makes the stub's C entry
+    z = -y
+assert torch.equal(z.cpu(), -x), z
+"""
+
+# unary_at is compiled with _strided's _pointer inside it; unary_replay (a C entry made by
+# compiler.c_entry, in _replay_elementwise) with unary_at inside it.
+_LOOPS = {"_elementwise_loops.unary_at", "_replay_elementwise.unary_entry.locals.unary_replay"}
+_LOG = re.compile(r"^\[cache\] data (saved to|loaded from) '(.*)'$", re.MULTILINE)
+
+
+def _run(package: Path, cache: Path) -> tuple[set[str], set[str]]:
+    """Run ``_NEG`` on the copy ``package``: the entries it saved (compiled) and loaded."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(package),
+        "NUMBA_CACHE_DIR": str(cache),
+        "NUMBA_DEBUG_CACHE": "1",
+        "TORCH_MYDEV_COMPILE": "sync",
+    }
+    out = subprocess.run(  # run from the copy's folder: "" heads sys.path
+        [sys.executable, "-c", _NEG],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=package,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert f"package {package / 'torch_mydev' / '__init__.py'}\n" in out.stdout, out.stdout
+    log: dict[str, set[str]] = {"saved to": set(), "loaded from": set()}
+    for verb, path in _LOG.findall(out.stdout):
+        log[verb].add(Path(path).name.split("-")[0])  # "_strided.copy_range-67.py311.1.nbc"
+    return log["saved to"], log["loaded from"]
+
+
+def test_an_edited_helper_recompiles_the_loops_that_inline_it(tmp_path):
+    package, cache = tmp_path / "site", tmp_path / "cache"
+    source = Path(torch_mydev.__file__).parent
+    shutil.copytree(source, package / "torch_mydev", ignore=shutil.ignore_patterns("__pycache__"))
+    cache.mkdir()
+
+    saved, loaded = _run(package, cache)  # an empty cache: compiled
+    assert saved >= _LOOPS and not _LOOPS & loaded, (saved, loaded)
+    saved, loaded = _run(package, cache)  # the same sources: loaded, nothing compiled
+    assert loaded >= _LOOPS and not saved, (saved, loaded)
+
+    with (package / "torch_mydev" / "kernels" / "_strided.py").open("a") as f:
+        f.write("# an edit of the helper the loops inline\n")
+    saved, loaded = _run(package, cache)  # no stale load: compiled again
+    assert saved >= _LOOPS and not _LOOPS & loaded, (saved, loaded)

@@ -1,0 +1,72 @@
+"""Decides what keys numba's on-disk cache of every loop: all of the kernels' sources.
+
+numba stamps a cached function with its own source file only (numba 0.68: the sha256 of
+that file) and loads the machine code while the stamp matches. A loop here is compiled
+with helpers of other modules inside it (``_strided``'s ``_pointer``, ``_walks``' inline
+steps, ``_elementwise_loops``' rows, ``dtypes``' constants), so an edit there, or a
+``pip install`` of a new version over an old ``__pycache__``, left it running the old
+machine code. Every numba module of this package calls ``key_caches(__name__)`` as its last
+line, and ``compiler.c_entry`` calls ``key_cache`` on each C entry it makes: the stamp
+numba compares (``IndexDataCacheFile._source_stamp``) becomes ``stamp()``, the sha256 of
+every ``.py`` file of this folder and of numba's, llvmlite's and numpy's versions. Any
+change to any of them makes every cached loop stale: numba ignores the entry, compiles
+again and rewrites it. A copy or a reinstall of the same files keeps the caches.
+
+Every process computes the stamp from the files it imports, so the compiler's child
+process (``kernels/compiler.py``) writes entries its parent can load.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import llvmlite
+import numba
+import numpy as np
+from numba.core.caching import NullCache
+from numba.core.dispatcher import Dispatcher
+
+_FOLDER = Path(__file__).parent
+
+
+def sources_digest(folder: Path, versions: str) -> str:
+    """The sha256 of ``versions`` and of ``folder``'s ``.py`` files, names and bytes, by name
+    (not their times: a copy or a reinstall of the same files has the same digest)."""
+    digest = hashlib.sha256(versions.encode() + b"\0")
+    for path in sorted(folder.glob("*.py")):
+        data = path.read_bytes()
+        digest.update(f"{path.name}\0{len(data)}\0".encode() + data)
+    return f"torch_mydev.kernels sha256:{digest.hexdigest()}"
+
+
+@functools.cache
+def stamp() -> str:
+    """What a cached loop's machine code may depend on: this folder's sources and the numba,
+    llvmlite and numpy versions (``sources_digest``). Read once per process."""
+    versions = f"numba {numba.__version__} llvmlite {llvmlite.__version__} numpy {np.__version__}"
+    return sources_digest(_FOLDER, versions)
+
+
+def key_cache(function: Any) -> None:
+    """Key the on-disk cache of one numba dispatcher or ``CFunc`` by ``stamp()``.
+
+    A function without a cache (``cache=False``, caching unavailable) is left alone. The
+    attributes are numba 0.68's (``_cache``, ``FunctionCache._cache_file``,
+    ``IndexDataCacheFile._source_stamp``); tests/kernels/test_cache_key.py fails loudly if
+    numba moves them.
+    """
+    cache = function._cache
+    if not isinstance(cache, NullCache):
+        cache._cache_file._source_stamp = stamp()
+
+
+def key_caches(module_name: str) -> None:
+    """Key the cache of every dispatcher defined in the module ``module_name`` by ``stamp()``
+    (its last line calls this with ``__name__``)."""
+    for value in list(vars(sys.modules[module_name]).values()):
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module_name:
+            key_cache(value)
