@@ -214,3 +214,47 @@ print("ok")
 def test_threads_at_once_and_a_forked_child_leave_the_compiles_alone():
     with tempfile.TemporaryDirectory() as cache:
         assert _run(_THREADS_AND_FORK, cache).strip() == "ok"
+
+
+_KILLED_PARENT = """
+import time
+x = torch.randn(64, 32)
+check("abs", torch.abs, x)
+for _ in range(600):
+    with compiler._lock:
+        child = compiler._child
+    if child is not None:
+        break
+    time.sleep(0.05)
+print(child.pid, flush=True)
+time.sleep(600)  # killed by the test meanwhile
+"""
+
+
+def test_the_compiler_ends_with_a_killed_program():
+    """A program killed by a signal runs no ``atexit``: its compiler must not go on alone."""
+    import signal
+    import time
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+        program = subprocess.Popen(
+            [sys.executable, "-c", _PRELUDE + _KILLED_PARENT],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        child = int(program.stdout.readline())
+        program.send_signal(signal.SIGKILL)
+        program.wait()
+        for _ in range(200):  # the kernel delivers the death signal at once; allow 10 s
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return
+            with open(f"/proc/{child}/stat") as stat:  # a zombie awaiting its reaper is gone
+                if stat.read().split(")")[-1].split()[0] == "Z":
+                    return
+            time.sleep(0.05)
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("the compiler process outlived the program that started it")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 MODE_ENV = "TORCH_MYDEV_COMPILE"
+_PARENT_ENV = "TORCH_MYDEV_COMPILER_PARENT"
 MODES = ("background", "sync")
 mode: str = os.environ.get(MODE_ENV, "background")
 if mode not in MODES:
@@ -216,7 +217,12 @@ def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
     the user's program, does not end a compile the next run would need too.
     """
     global _child
-    env = {**os.environ, MODE_ENV: "sync", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    env = {
+        **os.environ,
+        MODE_ENV: "sync",
+        "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
+        _PARENT_ENV: str(os.getpid()),
+    }
     try:
         with _lock:
             _child = subprocess.Popen(
@@ -271,10 +277,34 @@ def _resolve(module: str, qualname: str) -> Any:
     return target
 
 
+def _die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` ends, however it ends: a program killed by a signal
+    runs no ``atexit`` handler, and its compiler would otherwise go on alone for minutes.
+    Linux's ``PR_SET_PDEATHSIG``; elsewhere a thread that watches the parent."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                threading.Event().wait(1.0)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # it ended before the signal was asked for
+        os._exit(1)
+
+
 def _main() -> None:
     """The child: compile each job read from stdin into the cache; print the ones done."""
     import contextlib
 
+    _die_with_parent(int(os.environ[_PARENT_ENV]))
     os.nice(10)  # the user's process comes first
     from torch_mydev import kernels
 
