@@ -10,6 +10,11 @@ after: the machine may be shared, so read ratios, not absolute times, across run
 Options: ``--quick`` (same sizes, fewer and shorter repeats), ``--smoke`` (tiny sizes, one
 repeat, no cold-start subprocesses: checks that the script runs), ``--write-doc`` (replace
 the generated part of ``docs/performance.md`` with this run's tables).
+
+The warm rows time mydev's own loops, so this process compiles a missing loop where it is
+first asked for (``TORCH_MYDEV_COMPILE=sync``, unless set otherwise): in the default
+background mode a cold cache would have CPU's kernel serve the timed calls meanwhile. The
+first-use rows (``cases_first_use.py``) set each child's mode themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import argparse
 import os
 import sys
 
+os.environ.setdefault("TORCH_MYDEV_COMPILE", "sync")  # before torch's import loads mydev
+
 import cases_copy
+import cases_first_use
 import cases_models
 import cases_ops
 import cases_planes
@@ -47,6 +55,7 @@ BENCHES = (
     cases_ops.bench_compile,
     cases_process.bench_allreduce,
     cases_process.bench_cold_start,
+    cases_first_use.bench_first_use,
 )
 
 

@@ -39,8 +39,13 @@ def test_bench_smoke_prints_the_tables():
         "train step: examples/cnn.py",
         "train step: examples/transformer.py",
         "cold start (subprocess)",
+        "first call, empty cache: every native op",
+        "first call, sync mode (the old behaviour): add float32",
+        "first 3 train steps, empty cache: examples/cnn.py",
+        "first 3 train steps, empty cache: examples/transformer.py",
     ):
         assert f"| {case}" in text, case
     assert "| clone peak extra memory = output bytes | 4 cases | met |" in text
     assert "torch.library dispatch" in text
     assert "| small ops at 1K <= 2x | worst " in text
+    assert "| first call of each native op, empty cache (background mode) <= 1 s | - |" in text
