@@ -12,6 +12,7 @@ leaves mydev's generators alone. A child forked before the parent used mydev may
 
 from __future__ import annotations
 
+import os
 import threading
 
 import torch
@@ -19,6 +20,18 @@ import torch
 from torch_mydev._names import DEVICE
 
 _initialization_lock = threading.Lock()
+# True in the process that initialised mydev, False again in its children forked through
+# Python (os.fork, multiprocessing), which ask the stub: the common case without a call into
+# C++. A child forked from C without Python's fork hooks keeps True and is not poisoned.
+_initialized_here = False
+
+
+def _forget_in_child() -> None:
+    global _initialized_here
+    _initialized_here = False
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _module() -> object:
@@ -34,12 +47,15 @@ def _is_in_bad_fork() -> bool:
 def is_initialized() -> bool:
     """Whether mydev is initialised in this process (``torch.cuda.is_initialized``): never in
     a forked child of a process that had initialised it."""
-    return bool(getattr(_module(), "_initialized", False)) and not _is_in_bad_fork()
+    if not getattr(_module(), "_initialized", False):
+        return False
+    return _initialized_here or not _is_in_bad_fork()
 
 
 def _lazy_init() -> None:
     """Initialise mydev once per process (``torch.cuda._lazy_init``): mark it initialised and
     poison later forks. In a poisoned child, RuntimeError with CUDA's message."""
+    global _initialized_here
     if is_initialized():
         return
     with _initialization_lock:
@@ -51,6 +67,7 @@ def _lazy_init() -> None:
                 "multiprocessing, you must use the 'spawn' start method"
             )
         torch.ops.mydev._register_fork_handler()
+        _initialized_here = True
         _module()._initialized = True  # type: ignore[attr-defined]
 
 
