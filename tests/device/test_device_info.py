@@ -1,6 +1,7 @@
 """torch.mydev.device / device_of, init / is_initialized / _initialized, device properties."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -88,6 +89,11 @@ def test_device_properties():
     assert props.total_memory == torch.mydev.mem_get_info(0)[1] > 0
     assert props.multi_processor_count == len(os.sched_getaffinity(0))
     assert props.is_integrated and props.index == 0
+    getconf = shutil.which("getconf")  # glibc's answer (cpuid), beside ours (sysfs)
+    if getconf is not None:
+        level2 = subprocess.run([getconf, "LEVEL2_CACHE_SIZE"], capture_output=True, text=True)
+        if level2.returncode == 0 and level2.stdout.strip().isdigit():
+            assert props.L2_cache_size == int(level2.stdout)
     assert "total_memory=" in repr(props)
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         torch.mydev.get_device_properties(16)
