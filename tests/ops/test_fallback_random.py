@@ -114,9 +114,15 @@ def test_cpu_generator_for_a_mydev_op_is_refused():
 
 
 def test_a_seeded_op_without_a_generator_argument_runs_as_on_cpu():
-    """``_fused_sdp_choice`` is tagged nondeterministic_seeded but takes no generator and has
-    no overload with one: it runs as CPU runs it (it used to fail binding a lent generator)."""
-    q = torch.randn(4, 4, 3, 8)
-    k = torch.randn(4, 4, 6, 8)
-    on_mydev = torch._fused_sdp_choice(q.to("mydev"), k.to("mydev"), k.to("mydev"))
-    assert on_mydev == torch._fused_sdp_choice(q, k, k)
+    """``_scaled_dot_product_flash_attention_for_cpu`` is tagged nondeterministic_seeded but
+    takes no generator and has no overload with one: the fallback runs it as CPU runs it (it
+    used to fail binding a lent generator). (``_fused_sdp_choice``, the earlier example, now
+    has a mydev kernel: docs/fallback.md.)"""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))
+    op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    torch_mydev.reset_fallback_stats()
+    out, lse = op(q.to("mydev"), k.to("mydev"), v.to("mydev"))
+    expected_out, expected_lse = op(q, k, v)
+    assert torch.equal(out.cpu(), expected_out) and torch.equal(lse.cpu(), expected_lse)
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in torch_mydev.fallback_stats()
