@@ -1,6 +1,14 @@
 # Two commands a newcomer needs: `make demo` and `make test`. Each sets everything up.
+# `make test TORCH=2.14.1` does the same against another torch release, in its own venv.
 PYTHON ?= python3.11
+# The torch pinned in requirements.txt (the one place it is pinned) is the default.
+PINNED_TORCH := $(shell sed -n 's/^torch==\([^ ;#]*\).*/\1/p' requirements.txt)
+TORCH ?= $(PINNED_TORCH)
+ifeq ($(TORCH),$(PINNED_TORCH))
 VENV := .venv
+else
+VENV := .venv-$(TORCH)
+endif
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.stamp-deps
 BUILT := $(VENV)/.stamp-built
@@ -12,10 +20,21 @@ PIP := $(PY) -m pip install --disable-pip-version-check -q
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# Another torch: that exact release first, then the other requirements with torch held to
+# it by a constraint, so pip can never replace it.
 $(DEPS): requirements.txt | $(PY)
+ifeq ($(VENV),.venv)
 	$(PIP) -r requirements.txt
+else
+	$(PIP) torch==$(TORCH)
+	echo torch==$(TORCH) > $(VENV)/torch-constraint.txt
+	grep -v '^torch==' requirements.txt > $(VENV)/requirements-without-torch.txt
+	$(PIP) -c $(VENV)/torch-constraint.txt -r $(VENV)/requirements-without-torch.txt
+endif
 	touch $@
 
+# The stub is named for the torch it is built against (torch_mydev/_C_torch2_13*.so), so
+# each venv's build sits beside the others' in the one source tree.
 $(BUILT): $(DEPS) setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h)
 	$(PIP) --no-build-isolation --no-deps -e .
 	touch $@
@@ -25,8 +44,9 @@ build: $(BUILT)
 demo: $(BUILT)
 	$(PY) examples/demo.py
 
+# Not -q: pytest's header names the torch under test and the torch the stub was built for.
 test: $(BUILT)
-	$(PY) -m pytest -q
+	$(PY) -m pytest
 
 lint: $(DEPS)
 	$(VENV)/bin/ruff check .
@@ -35,5 +55,6 @@ lint: $(DEPS)
 bench: $(BUILT)
 	$(PY) benchmarks/run.py
 
+# This torch's venv and stub (torch_mydev/_C_torch2_13*.so for 2.13.x); other torches' stay.
 clean:
-	rm -rf $(VENV) build *.egg-info torch_mydev/*.so
+	rm -rf $(VENV) build *.egg-info torch_mydev/_C_torch$(subst .,_,$(basename $(TORCH))).*so

@@ -1,26 +1,37 @@
-"""Builds torch_mydev and its compiled stub torch_mydev._C (allocator, guard, hooks, views)."""
+"""Builds torch_mydev and its compiled stub (allocator, guard, hooks, views).
+
+The stub links against the C++ of the torch it is built with, and loads into that torch
+release only; several venvs (``make test TORCH=2.14.1``) build into the one source tree.
+So the extension is named for its torch, ``torch_mydev._C_torch2_13`` for torch 2.13, and
+``torch_mydev/__init__.py`` imports the one matching the running torch as ``torch_mydev._C``.
+"""
 
 import glob
 import os
 import re
+import sys
 from pathlib import Path
 
 # Building imports torch; torch's device-backend autoload would then import the installed
 # torch_mydev, whose Python may already need the stub this build is about to make.
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
+import torch
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT))
+from torch_mydev_autoload import SUPPORTED_TORCH, stub_module_name  # noqa: E402
 
+TORCH_RELEASE = re.match(r"\d+\.\d+\.\d+", torch.__version__).group()
+"""The release of the torch this build links against (``2.13.0`` of ``2.13.0+cpu``)."""
 
-def torch_pin() -> str:
-    """The torch requirement from requirements.txt, so the pin lives in one place."""
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        if re.match(r"^torch\s*==", line):
-            return line.strip()
-    raise RuntimeError("requirements.txt must pin torch")
+if ".".join(TORCH_RELEASE.split(".")[:2]) not in SUPPORTED_TORCH:
+    raise RuntimeError(
+        f"torch_mydev supports torch {', '.join(SUPPORTED_TORCH)}; this environment has "
+        f"torch {torch.__version__}"
+    )
 
 
 setup(
@@ -32,10 +43,12 @@ setup(
     ),
     py_modules=["torch_mydev_autoload"],
     python_requires=">=3.11",
-    install_requires=[torch_pin(), "numpy", "numba"],
+    # The stub loads into the torch release it was built against only (for the default
+    # venv, the torch==2.13.0 that requirements.txt pins).
+    install_requires=[f"torch=={TORCH_RELEASE}", "numpy", "numba"],
     ext_modules=[
         CppExtension(
-            "torch_mydev._C",
+            f"torch_mydev.{stub_module_name(torch.__version__)}",
             sorted(glob.glob("csrc_stub/*.cpp")),
             extra_compile_args=["-O2", "-Wall", "-Wno-unused-parameter"],
         )

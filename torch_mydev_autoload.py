@@ -17,6 +17,14 @@ import warnings
 SUPPORTED_TORCH = ("2.13", "2.14")
 """The torch releases (major.minor) this source tree supports."""
 
+
+def stub_module_name(torch_version: str) -> str:
+    """The name, within ``torch_mydev``, of the stub built for this torch: ``_C_torch2_13``
+    for ``2.13.0+cpu``. setup.py names the extension by it; each torch gets its own."""
+    major, minor = torch_version.split(".")[:2]
+    return f"_C_torch{major}_{minor}"
+
+
 failure: BaseException | None = None
 """The exception that stopped ``torch_mydev`` from loading in this process, if any."""
 

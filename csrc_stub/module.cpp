@@ -16,6 +16,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/util/SmallVector.h>
 #include <torch/extension.h>
+#include <torch/version.h>
 
 namespace mydev {
 
@@ -583,6 +584,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
   mydev::init_c10d(m);
+  // The torch release whose headers and libraries this stub was built against.
+  m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
   m.attr("FLAG_CONJ") = mydev::kFlagConj;
   m.attr("FLAG_NEG") = mydev::kFlagNeg;

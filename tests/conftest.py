@@ -2,6 +2,7 @@
 
 import gc
 import os
+import sys
 
 # The suite tests mydev's own loops: a call whose loop is not compiled yet compiles it in
 # the caller (kernels/compiler.py). Set before torch's import loads the device; tests of the
@@ -25,6 +26,22 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_report_header(config):
+    """The torch this run tests against and the torch its mydev stub was built against
+    (``make test TORCH=2.14.1`` runs the suite in another venv)."""
+    import torch_mydev_autoload
+
+    if torch_mydev_autoload.failure is not None:
+        return f"torch {torch.__version__}; mydev not loaded: {torch_mydev_autoload.failure}"
+    stub = getattr(sys.modules.get("torch_mydev"), "_C", None)
+    if stub is None:  # TORCH_DEVICE_BACKEND_AUTOLOAD=0
+        return f"torch {torch.__version__}; mydev not loaded"
+    return (
+        f"torch {torch.__version__}; mydev stub {stub.__name__} built against torch "
+        f"{stub.TORCH_BUILD_VERSION}"
+    )
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -19,7 +19,9 @@ if torch.__version__.split(".")[:2] not in [v.split(".") for v in _loader.SUPPOR
         f"torch_mydev supports torch {', '.join(_loader.SUPPORTED_TORCH)}, not {torch.__version__}"
     )
 
-from torch_mydev import _C  # noqa: F401  (loading it registers allocator, guard, hooks, views)
+# First: the stub built for this torch becomes torch_mydev._C (its loading registers the
+# allocator, guard, hooks, views), which the modules below import.
+from torch_mydev import _stub  # noqa: F401
 from torch_mydev import compile as _compile
 from torch_mydev import device_module as _device_module
 from torch_mydev import distributed as _distributed
