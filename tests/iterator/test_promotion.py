@@ -33,6 +33,8 @@ LATTICE = (
     torch.complex32,
     torch.complex64,
     torch.complex128,
+    # torch 2.14's complex of bfloat16 parts: every rule over it is torch's own too.
+    *((torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()),
 )
 
 

@@ -39,9 +39,15 @@ __all__ = [
 # Signed integers by width, and the floating / complex families in the order they widen.
 _SIGNED = (torch.int8, torch.int16, torch.int32, torch.int64)
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-_COMPLEX = (torch.complex32, torch.complex64, torch.complex128)
+# torch 2.14 adds bcomplex32 (complex of bfloat16 parts); torch 2.13 has no such dtype.
+_COMPLEX = (
+    torch.complex32,
+    torch.complex64,
+    torch.complex128,
+    *((torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()),
+)
 
-# The 13 dtypes whose pairwise promotion c10 defines completely.
+# The dtypes whose pairwise promotion c10 defines completely (13; 14 with bcomplex32).
 _LATTICE = frozenset((torch.bool, torch.uint8, *_SIGNED, *_FLOATING, *_COMPLEX))
 
 # "Barebones" unsigned types (uint1..uint7, uint16/32/64): c10 promotes them only with the
@@ -55,12 +61,11 @@ _BAREBONES_FLOAT_PARTNERS = frozenset(
     (*_FLOATING, *((torch.float4_e2m1fn_x2,) if hasattr(torch, "float4_e2m1fn_x2") else ()))
 )
 
-_COMPLEX_OF = {
+_DEFAULT_COMPLEX_OF = {
     torch.float16: torch.complex32,
     torch.float32: torch.complex64,
     torch.float64: torch.complex128,
 }
-_REAL_OF = {complex_: real for real, complex_ in _COMPLEX_OF.items()}
 
 # c10's ScalarType names, used in error messages so they read like torch's.
 _SCALAR_TYPE_NAMES = {
@@ -77,6 +82,7 @@ _SCALAR_TYPE_NAMES = {
     torch.complex32: "ComplexHalf",
     torch.complex64: "ComplexFloat",
     torch.complex128: "ComplexDouble",
+    **({torch.bcomplex32: "BComplex32"} if hasattr(torch, "bcomplex32") else {}),
 }
 
 
@@ -93,7 +99,8 @@ def is_floating(dtype: torch.dtype | None) -> bool:
 
 
 def is_complex(dtype: torch.dtype | None) -> bool:
-    """True for complex32, complex64 and complex128 (``c10::isComplexType``)."""
+    """True for complex32, complex64, complex128 and, where torch has it, bcomplex32
+    (``c10::isComplexType``)."""
     return dtype in _COMPLEX
 
 
@@ -105,22 +112,22 @@ def is_integral(dtype: torch.dtype | None, *, include_bool: bool) -> bool:
 
 
 def to_complex(dtype: torch.dtype) -> torch.dtype:
-    """The complex dtype whose parts are ``dtype`` (``c10::toComplexType``); complex stays."""
-    if dtype in _COMPLEX:
-        return dtype
-    if dtype is torch.bfloat16:
-        return torch.complex64  # c10 has no complex bfloat16; torch 2.13 maps it to complex64
-    return _COMPLEX_OF[dtype]
+    """The complex dtype whose parts are ``dtype`` (``c10::toComplexType``); complex stays.
+
+    Read from torch (``torch.dtype.to_complex``): bfloat16's is complex64 in torch 2.13,
+    which has no complex bfloat16, and bcomplex32 from torch 2.14.
+    """
+    return dtype if dtype in _COMPLEX else dtype.to_complex()
 
 
 def to_real(dtype: torch.dtype) -> torch.dtype:
     """The real dtype of a complex dtype's parts (``c10::toRealValueType``); reals stay."""
-    return _REAL_OF.get(dtype, dtype)
+    return dtype.to_real() if dtype in _COMPLEX else dtype
 
 
 def default_complex_dtype(default_dtype: torch.dtype) -> torch.dtype:
     """The complex dtype paired with the default float dtype (``get_default_complex_dtype``)."""
-    return _COMPLEX_OF.get(default_dtype, torch.complex64)
+    return _DEFAULT_COMPLEX_OF.get(default_dtype, torch.complex64)
 
 
 def _promote_floating(a: torch.dtype, b: torch.dtype) -> torch.dtype:
@@ -156,10 +163,12 @@ def promote_types(a: torch.dtype, b: torch.dtype) -> torch.dtype:
     """The smallest dtype both ``a`` and ``b`` convert to without leaving their category.
 
     Mirrors ``c10::promoteTypes``: equal dtypes stay; bool gives way to anything; across
-    categories the higher category wins, and a complex result keeps the wider of the two
-    floating widths (``float64 + complex64 -> complex128``); inside a category the wider type
-    wins. Barebones unsigned types only promote with floating types, and quantized, bits and
-    float8 types only with themselves, as in torch (anything else raises ``RuntimeError``).
+    categories the higher category wins, and a complex result has the promotion of the
+    floating parts of both, an integer adding none (``float64 + complex64 -> complex128``,
+    ``bfloat16 + complex32 -> complex64``, ``int8 + bcomplex32 -> bcomplex32``); inside a
+    category the wider type wins. Barebones unsigned types only promote with floating types,
+    and quantized, bits and float8 types only with themselves, as in torch (anything else
+    raises ``RuntimeError``).
     """
     if a == b:
         return a
@@ -177,11 +186,9 @@ def promote_types(a: torch.dtype, b: torch.dtype) -> torch.dtype:
     if cat_a == 0 or cat_b == 0:
         return b if cat_a == 0 else a
     if cat_a == 3 or cat_b == 3:
-        real = _promote_floating(
-            to_real(a) if cat_a >= 2 else torch.float16,
-            to_real(b) if cat_b >= 2 else torch.float16,
-        )
-        return to_complex(real)
+        if cat_a < 2 or cat_b < 2:
+            return a if cat_a == 3 else b
+        return to_complex(_promote_floating(to_real(a), to_real(b)))
     if cat_a == 2 or cat_b == 2:
         if cat_a == cat_b:
             return _promote_floating(a, b)
