@@ -22,7 +22,6 @@ expensive rows: ``--quick`` runs each child once and skips the sync row, ``--smo
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -42,25 +41,20 @@ def _repeats(mode: Mode) -> int:
     return {"full": 3, "quick": 1}.get(mode.name, 0)
 
 
-def _child(args: list[str], cold: bool, **env: str) -> dict:
-    """Run ``first_use_child.py args`` and return its JSON; ``cold``: with an empty cache of
-    its own, removed afterwards."""
-    cache = tempfile.mkdtemp(prefix="mydev-cold-") if cold else None
-    try:
-        if cache:
-            env = {"NUMBA_CACHE_DIR": cache, **env}
-        done = subprocess.run(
-            [sys.executable, str(CHILD), *args],
-            env=child_env(**env),
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=True,
-        )
-        return json.loads(done.stdout.splitlines()[-1])
-    finally:
-        if cache:
-            shutil.rmtree(cache, ignore_errors=True)
+def _child(args: list[str], cold: str | None, **env: str) -> dict:
+    """Run ``first_use_child.py args`` and return its JSON; ``cold``: a folder in which the
+    child gets a new empty cache of its own (else it uses the default cache)."""
+    if cold:
+        env = {"NUMBA_CACHE_DIR": tempfile.mkdtemp(dir=cold), **env}
+    done = subprocess.run(
+        [sys.executable, str(CHILD), *args],
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _served(stats: dict[str, int]) -> int:
@@ -80,21 +74,24 @@ def bench_first_use(mode: Mode, out: Results) -> None:
         for example in ("cnn.py", "transformer.py"):
             out.rows.append(Row(TRAIN + example, "-", None, None, "mydev, warm cache", reason))
         return
-    _first_calls(repeats, out)
-    if mode.name == "full":
-        _sync_call(out)
-    else:
-        reason = "skipped (--quick): compiles in the caller for seconds"
-        out.rows.append(Row(SYNC, "64x32", None, None, "mydev background", reason))
-    _train_steps(repeats, out)
+    # The empty caches live in one folder, removed at the end: a child's compiler process
+    # (killed at the child's exit) may still write one file after the child is gone.
+    with tempfile.TemporaryDirectory(prefix="mydev-cold-", ignore_cleanup_errors=True) as root:
+        _first_calls(repeats, out, root)
+        if mode.name == "full":
+            _sync_call(out, root)
+        else:
+            reason = "skipped (--quick): compiles in the caller for seconds"
+            out.rows.append(Row(SYNC, "64x32", None, None, "mydev background", reason))
+        _train_steps(repeats, out, root)
 
 
-def _first_calls(repeats: int, out: Results) -> None:
+def _first_calls(repeats: int, out: Results, root: str) -> None:
     """Each case's first and second call, mydev and CPU children alternating."""
     mydev, cpu = [], []
     for _ in range(repeats):
-        mydev.append(_child(["ops", "mydev"], cold=True, TORCH_MYDEV_COMPILE="background"))
-        cpu.append(_child(["ops", "cpu"], cold=False, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
+        mydev.append(_child(["ops", "mydev"], cold=root, TORCH_MYDEV_COMPILE="background"))
+        cpu.append(_child(["ops", "cpu"], cold=None, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
     for index, name in enumerate(mydev[0]["cases"]):
         firsts = [run["cases"][name]["seconds"][0] for run in mydev]
         seconds = [run["cases"][name]["seconds"][1] for run in mydev]
@@ -123,12 +120,12 @@ def _first_calls(repeats: int, out: Results) -> None:
     print(f"  ... first calls: {queued:.0f} loops queued per process", file=sys.stderr)
 
 
-def _sync_call(out: Results) -> None:
+def _sync_call(out: Results, root: str) -> None:
     """float32 add's first call compiled in the caller, against background mode; numba is
     loaded before the call in both, so the difference is the compile."""
     args = ["ops", "mydev", "--preload-numba", "--once", "add float32"]
-    sync = _child(args, cold=True, TORCH_MYDEV_COMPILE="sync")
-    background = _child(args, cold=True, TORCH_MYDEV_COMPILE="background")
+    sync = _child(args, cold=root, TORCH_MYDEV_COMPILE="sync")
+    background = _child(args, cold=root, TORCH_MYDEV_COMPILE="background")
     compiled = sync["stats"].get("compiled_in_caller", 0)
     out.rows.append(
         Row(
@@ -142,16 +139,16 @@ def _sync_call(out: Results) -> None:
     )
 
 
-def _train_steps(repeats: int, out: Results) -> None:
+def _train_steps(repeats: int, out: Results, root: str) -> None:
     """The first ``STEPS`` steps of each example: empty cache against a warm one."""
     for example in ("cnn", "transformer"):
         # Fill the default cache with every loop these steps need (unmeasured).
-        _child(["steps", example, str(STEPS)], cold=False, TORCH_MYDEV_COMPILE="sync")
+        _child(["steps", example, str(STEPS)], cold=None, TORCH_MYDEV_COMPILE="sync")
         cold, warm = [], []
         for _ in range(repeats):
             args = ["steps", example, str(STEPS)]
-            cold.append(_child(args, cold=True, TORCH_MYDEV_COMPILE="background"))
-            warm.append(_child(args, cold=False, TORCH_MYDEV_COMPILE="background"))
+            cold.append(_child(args, cold=root, TORCH_MYDEV_COMPILE="background"))
+            warm.append(_child(args, cold=None, TORCH_MYDEV_COMPILE="background"))
         cold_totals = [sum(run["seconds"]) for run in cold]
         warm_totals = [sum(run["seconds"]) for run in warm]
         first = statistics.median(run["seconds"][0] for run in cold)
