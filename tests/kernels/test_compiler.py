@@ -258,3 +258,28 @@ def test_the_compiler_ends_with_a_killed_program():
             time.sleep(0.05)
         os.kill(child, signal.SIGKILL)
         raise AssertionError("the compiler process outlived the program that started it")
+
+
+_NO_DISK_WHILE_PENDING = """
+import threading
+from numba.core import caching
+gate = threading.Event()
+compiler._compile_in_child = lambda batch: (gate.wait(), (set(), False))[1]  # held pending
+x = torch.randn(64, 32)
+check("add", lambda t: t + t, x)
+assert compiler.stats()["pending"] >= 1, compiler.stats()
+reads = []
+original = caching.IndexDataCacheFile._load_index
+caching.IndexDataCacheFile._load_index = lambda self: reads.append(1) or original(self)
+for _ in range(5):
+    check("add", lambda t: t + t, x)
+assert compiler.stats()["served_on_cpu:add.Tensor"] == 6, compiler.stats()
+assert not reads, len(reads)  # a served call asked the disk nothing
+gate.set()
+print("ok")
+"""
+
+
+def test_a_served_call_reads_no_cache_index_while_its_loop_compiles():
+    with tempfile.TemporaryDirectory() as cache:
+        assert _run(_NO_DISK_WHILE_PENDING, cache).strip() == "ok"
