@@ -39,9 +39,10 @@ def patch_scheduler_node_is_cpu() -> None:
 def patch_ir_is_cpu() -> None:
     """``torch._inductor.ir.is_cpu``: true for mydev IR nodes too.
 
-    ``ir.Loops.has_large_inner_fn`` and ``StorageBox.has_exceeded_max_reads`` pick CPU's
-    realize thresholds (``realize_cpu_opcount_threshold`` ...) by it, so mydev graphs fuse
-    and realize where compiled CPU graphs do.
+    ``ir.Loops.has_large_inner_fn`` (from torch 2.14 through
+    ``Loops.get_realize_opcount_threshold``) and ``StorageBox.has_exceeded_max_reads`` pick
+    CPU's realize thresholds (``realize_cpu_opcount_threshold`` ...) by it, so mydev graphs
+    fuse and realize where compiled CPU graphs do.
     """
     from torch._inductor import ir
 
@@ -202,9 +203,15 @@ def patch_default_backend_type() -> None:
     (DDP's logger through ``ProcessGroup::getBackendName``, ``pg.name()``) raises "Could not
     find backend type 1". After the helper, such a group's default becomes ``CUSTOM``, the
     type of the one backend it has.
+
+    torch 2.14 picks the default type from the group's own backends
+    (``_get_default_backend_type_for_backend_config``: the accelerator's, ``CUSTOM`` for a
+    registered plugin); where torch has that resolver, nothing is patched.
     """
     import torch.distributed.distributed_c10d as c10d
 
+    if hasattr(c10d, "_get_default_backend_type_for_backend_config"):
+        return
     original = c10d._new_process_group_helper
     if getattr(original, "_mydev_patched", False):
         return

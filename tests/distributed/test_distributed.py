@@ -356,16 +356,25 @@ def test_the_backend_is_registered_for_mydev():
     assert BACKEND.upper() in dist.Backend._plugins
 
 
-def test_the_default_backend_type_patch_is_in_place_and_still_needed():
+def test_the_default_backend_type_patch_is_in_place_where_torch_needs_it():
     """``_patches.patch_default_backend_type``: torch 2.13 gives a group made with no backend
-    the default type GLOO (or NCCL) whatever the accelerator's backend is; when a torch
-    upgrade stops doing that, this fails and the patch can go."""
+    the default type GLOO (or NCCL) whatever the accelerator's backend is, and is patched;
+    torch 2.14 resolves the type from the group's backends (CUSTOM for mydev's) and is not.
+    Fails when a torch upgrade changes either side."""
     import inspect
 
     import torch.distributed.distributed_c10d as c10d
 
     helper = c10d._new_process_group_helper
-    assert helper._mydev_patched
-    source = inspect.getsource(helper._mydev_original)
-    assert "if backend == Backend.UNDEFINED:" in source
-    assert "pg._set_default_backend(ProcessGroup.BackendType.GLOO)" in source
+    resolver = getattr(c10d, "_get_default_backend_type_for_backend_config", None)
+    if resolver is None:
+        assert helper._mydev_patched
+        source = inspect.getsource(helper._mydev_original)
+        assert "if backend == Backend.UNDEFINED:" in source
+        assert "pg._set_default_backend(ProcessGroup.BackendType.GLOO)" in source
+    else:
+        assert not getattr(helper, "_mydev_patched", False)
+        assert "_get_default_backend_type_for_backend_config(" in inspect.getsource(helper)
+        config = c10d.BackendConfig(c10d.Backend.UNDEFINED)
+        assert config.get_device_backend_map() == {"mydev": BACKEND}
+        assert resolver(config) == c10d.ProcessGroup.BackendType.CUSTOM
