@@ -158,6 +158,7 @@ FP32 = [
     "linalg_eigh",
     "linalg_lstsq",
     "linalg_inv_ex",
+    "linalg_matrix_sqrth",  # torch 2.14 (an op 2.13 does not have)
 ]
 PROMOTE = ["stack", "cat", "index_copy"]
 
@@ -233,7 +234,7 @@ def _overload(name: str) -> torch._ops.OpOverload:
 
 def _exists(name: str) -> bool:
     """Whether the torch in use has the operator ``aten::name`` (torch 2.14 removed some of
-    the lists' ops, e.g. ``cholesky``)."""
+    the lists' ops, e.g. ``cholesky``, and added ``linalg_matrix_sqrth``)."""
     base, _, overload = name.partition(".")
     packet = getattr(torch.ops.aten, base, None)
     return packet is not None and (overload or "default") in packet.overloads()

@@ -92,6 +92,19 @@ def test_fp32_and_unlisted_ops():
         _check(e, g)
 
 
+@pytest.mark.skipif(
+    not hasattr(torch.ops.aten, "linalg_matrix_sqrth"), reason="an op torch 2.14 added"
+)
+def test_an_op_torch_added_to_cpus_fp32_list_casts_like_cpu():
+    x = (torch.eye(3) * 4 + 0.5).bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = torch.ops.aten.linalg_matrix_sqrth(x)
+    with torch.autocast("mydev", dtype=torch.bfloat16):
+        got = torch.ops.aten.linalg_matrix_sqrth(x.to("mydev"))
+    assert expected.dtype == got.dtype == torch.float32
+    _check(expected, got)
+
+
 def test_promote_and_float64():
     a, b = torch.randn(2, 3), torch.randn(2, 3, dtype=torch.float64)
     with torch.autocast("mydev", dtype=torch.bfloat16):
