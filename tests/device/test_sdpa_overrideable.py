@@ -54,17 +54,21 @@ def test_fused_sdp_choice_is_overrideable_where_cpu_takes_flash():
     assert torch._fused_sdp_choice(d, d, d) == SDPBackend.OVERRIDEABLE.value
     q = _randn((2, 3, 5, 8))
     mask = _randn((5, 5)).requires_grad_()
-    math_cases = {
+    cases = {
         "dropout": (q, q, q, None, 0.5),
         "three_dim": (q[0], q[0], q[0]),
         "mask_needs_grad": (q, q, q, mask),
     }
-    for name, call in math_cases.items():
-        assert torch._fused_sdp_choice(*call) == SDPBackend.MATH.value, name
+    flash = SDPBackend.FLASH_ATTENTION.value
+    for name, call in cases.items():
+        cpu_choice = torch._fused_sdp_choice(*call)
+        if name != "three_dim":  # torch 2.13's CPU takes math for 3-dim inputs, 2.14's flash
+            assert cpu_choice == SDPBackend.MATH.value, name
         dev = [
             _mydev(a, grad=a.requires_grad)[0] if isinstance(a, torch.Tensor) else a for a in call
         ]
-        assert torch._fused_sdp_choice(*dev) == SDPBackend.MATH.value, name
+        expected = SDPBackend.OVERRIDEABLE.value if cpu_choice == flash else cpu_choice
+        assert torch._fused_sdp_choice(*dev) == expected, name
     with torch.nn.attention.sdpa_kernel(SDPBackend.MATH):
         assert torch._fused_sdp_choice(d, d, d) == SDPBackend.MATH.value
 
@@ -116,12 +120,19 @@ def test_sdpa_runs_the_overrideable_ops_with_cpus_bits(dtype, kwargs):
         torch.testing.assert_close(d.grad.cpu().double(), r.grad, **tol)
 
 
-def test_sdpa_math_cases_run_torchs_composite():
-    """Dropout, 3-dim inputs and a mask that needs a gradient take the math path, as on
-    CPU: no overrideable op runs, and the mask gets its gradient."""
+def test_sdpa_of_3_dim_inputs_takes_cpus_path():
+    """3-dim inputs: torch 2.13's CPU takes the math path, torch 2.14's its flash kernel;
+    mydev takes the same one (the overrideable ops for flash), with CPU's bits."""
     q = _randn((2, 5, 8))
     (d,) = _mydev(q)
     torch.testing.assert_close(sdpa(d, d, d).cpu(), sdpa(q, q, q), atol=0, rtol=0)
+    cpu_flash = torch._fused_sdp_choice(q, q, q) == SDPBackend.FLASH_ATTENTION.value
+    assert (NAME in torch_mydev.fallback_stats()) == cpu_flash
+
+
+def test_sdpa_math_cases_run_torchs_composite():
+    """A mask that needs a gradient takes the math path, as on CPU: no overrideable op
+    runs, and the mask gets its gradient."""
     q4, mask = _randn((2, 3, 5, 8), seed=1), _randn((5, 5), seed=2).requires_grad_()
     dq, dmask = _mydev(q4)[0], _mydev(mask, grad=True)[0]
     sdpa(q4, q4, q4, mask).sum().backward()
