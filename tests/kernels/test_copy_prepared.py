@@ -171,7 +171,7 @@ def test_bad_plans_are_refused_like_copy_strided() -> None:
     with pytest.raises(ValueError, match="negative stride"):
         kcopy.prepare_copy(torch.float32, (2, 2), (4, -8), (4, 8))
     with pytest.raises(TypeError, match="dtype"):
-        kcopy.prepare_copy(torch.uint32, (2,), (4,), (4,))
+        kcopy.prepare_copy(torch.int4, (2,), (1,), (1,))
 
 
 def test_runs_from_ctypes_addresses_without_numpy() -> None:

@@ -219,7 +219,9 @@ def test_bad_plans_are_refused() -> None:
     with pytest.raises(TypeError, match="uint8"):
         copy_bytes(buf.view(np.float32), 0, *args, (4,), (4,), (4,))
     with pytest.raises(TypeError, match="dtype"):
-        copy_bytes(buf, 0, torch.float8_e4m3fn, buf, 0, torch.float32, (4,), (1,), (4,))
+        copy_bytes(buf, 0, torch.int4, buf, 0, torch.float32, (4,), (1,), (4,))
+    with pytest.raises(TypeError, match="do not cast"):  # bits types only move
+        copy_bytes(buf, 0, torch.bits16, buf, 0, torch.int16, (4,), (2,), (2,))
     readonly = buf.copy()
     readonly.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):

@@ -15,14 +15,23 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tests.layout.strategies import DEVICE_DTYPES
+from tests.layout.strategies import COPY_DTYPES
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels.operand import Operand
 
-DTYPES = DEVICE_DTYPES
-INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-COMPLEX = (torch.complex64, torch.complex128)
+DTYPES = COPY_DTYPES
+UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, *UNSIGNED)
+FLOAT8 = (
+    torch.float8_e4m3fn,
+    torch.float8_e4m3fnuz,
+    torch.float8_e5m2,
+    torch.float8_e5m2fnuz,
+    torch.float8_e8m0fnu,
+)
+FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64, *FLOAT8)
+COMPLEX = (torch.complex32, torch.complex64, torch.complex128)
+_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}
 
 # torch's vectorised CPU loops write another NaN than its scalar conversion (which the kernel
 # follows) at positions that depend on vector widths and thread splits, for these pairs:
@@ -246,6 +255,9 @@ def _float64_bits(rng: np.random.Generator, n: int) -> np.ndarray:
 def _raw_values(dtype: torch.dtype, n: int, rng: np.random.Generator) -> torch.Tensor:
     if dtype == torch.bool:
         return torch.from_numpy(rng.integers(0, 2, n).astype(np.bool_))
+    if dtype in UNSIGNED or dtype in FLOAT8 or dtype == torch.complex32:
+        raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)  # every bit pattern
+        return torch.from_numpy(raw).view(dtype)
     if dtype in INTEGRAL:
         info = torch.iinfo(dtype)
         values = rng.integers(info.min, info.max, n, endpoint=True, dtype=np.int64)
@@ -257,7 +269,7 @@ def _raw_values(dtype: torch.dtype, n: int, rng: np.random.Generator) -> torch.T
         return torch.from_numpy(_float32_bits(rng, n).view(np.float32))
     if dtype == torch.float64:
         return torch.from_numpy(_float64_bits(rng, n).view(np.float64))
-    part = torch.float32 if dtype == torch.complex64 else torch.float64
+    part = _PART.get(dtype, torch.float64)
     real = _raw_values(part, n, rng)
     imag = _raw_values(part, n, rng)
     return torch.complex(real, imag)
@@ -271,15 +283,18 @@ def _in_range_values(
         low, high = -1000.0, 1000.0
     elif target == torch.int64:
         low, high = -(2.0**62), 2.0**62
+    elif target == torch.uint64:
+        low, high = 0.0, 2.0**64 - 2.0**11  # the largest double below 2**64
     else:
         info = torch.iinfo(target)
         low, high = float(info.min), float(info.max)
-    part = {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+    part = {**_PART, torch.complex128: torch.float64}.get(dtype, dtype)
     scale = rng.choice([1.0, 0.01, 1e-6], n) * rng.uniform(low, high, n)
     small = rng.choice([-0.9, -0.5, -0.0, 0.0, 0.5, 0.99, 1.5, -2.5], n)
-    values = torch.from_numpy(np.where(rng.integers(0, 4, n) == 0, small, scale)).to(part)
-    whole = values.double().trunc()
-    values[(whole < low) | (whole > high)] = 0
+    wide = torch.from_numpy(np.where(rng.integers(0, 4, n) == 0, small, scale))
+    whole = wide.to(part).double().trunc()  # as the source holds it (float8 may saturate)
+    wide[(whole < low) | (whole > high) | whole.isnan()] = 0
+    values = wide.to(part)
     if dtype in COMPLEX:
         return torch.complex(values, _raw_values(part, n, rng))
     return values

@@ -7,16 +7,19 @@ from collections.abc import Callable, Iterator
 import torch
 
 import torch_mydev
-from tests.layout.strategies import DEVICE_DTYPES, storage_elements
+from tests.layout.strategies import COPY_DTYPES, DEVICE_DTYPES, storage_elements
 
-ALL_DTYPES = DEVICE_DTYPES
+ALL_DTYPES = DEVICE_DTYPES  # the dtypes the native elementwise kernels compute in
+CAST_DTYPES = COPY_DTYPES  # every dtype copy_, clone, contiguous and .to() cast between
+UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
 
 
 def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.Tensor:
     """`n` CPU values of `dtype` that every cast we test converts without undefined behaviour.
 
-    Floats are in [low, 100) (so float -> int stays in range; pass low=0 for uint8 targets)
-    and include -0.0; integers and bools come from the same range.
+    Floats are in [low, 100) (so float -> int stays in range; pass low=0 for unsigned
+    targets) and include -0.0 (float8_e8m0fnu's powers of two stop at 64, which int8
+    holds); integers and bools come from the same range, unsigned ones from [0, 100).
     """
     g = torch.Generator().manual_seed(seed)
     x = torch.rand(n, generator=g, dtype=torch.float64) * (100.0 - low) + low
@@ -25,11 +28,13 @@ def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.
     if dtype.is_complex:
         y = torch.rand(n, generator=g, dtype=torch.float64) * 200.0 - 100.0
         return torch.complex(x, y).to(dtype)
+    if dtype == torch.float8_e8m0fnu:
+        return (x * 0.5).to(dtype)
     if dtype.is_floating_point:
         return x.to(dtype)
     if dtype == torch.bool:
         return x > 0
-    return x.trunc().clamp(min=0 if dtype == torch.uint8 else -100).to(dtype)
+    return x.trunc().clamp(min=0 if dtype in UNSIGNED else -100).to(dtype)
 
 
 def view_pair(

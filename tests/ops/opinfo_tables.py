@@ -9,8 +9,6 @@ from __future__ import annotations
 
 # OpInfo entry (`name` or `name:variant`) -> why it is left out.
 EXCLUDED: dict[str, str] = {
-    "chalf": "complex32 tensors are not supported on mydev (copy_ raises; docs/ops.md)",
-    "hash_tensor": "uint64 outputs are not supported on mydev (copy_ raises; docs/ops.md)",
     "sparse.mm:reduce": "sparse CSR inputs: mydev has strided tensors only",
     "sparse.sampled_addmm": "sparse CSR inputs: mydev has strided tensors only",
     "to_sparse": "sparse COO/CSR outputs: mydev has strided tensors only",

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.layout.strategies import views
-from tests.ops.helpers import ALL_DTYPES, same_bits, view_pair
+from tests.ops.helpers import CAST_DTYPES, UNSIGNED, same_bits, view_pair
 from torch_mydev.ops import copy as copy_ops
 from torch_mydev_rules import layout
 
@@ -47,7 +47,7 @@ def broadcast_src(draw, dst_sizes):
 
 
 def _low(dst_dtype):
-    return 0.0 if dst_dtype == torch.uint8 else -100.0
+    return 0.0 if dst_dtype in UNSIGNED else -100.0
 
 
 def whole_storage(t: torch.Tensor) -> torch.Tensor:
@@ -58,8 +58,8 @@ def whole_storage(t: torch.Tensor) -> torch.Tensor:
 @given(
     dst_view=views(max_dims=4).filter(_writable),
     data=st.data(),
-    dst_dtype=st.sampled_from(ALL_DTYPES),
-    src_dtype=st.sampled_from(ALL_DTYPES),
+    dst_dtype=st.sampled_from(CAST_DTYPES),
+    src_dtype=st.sampled_from(CAST_DTYPES),
     direction=st.sampled_from(["mydev<-mydev", "mydev<-cpu", "cpu<-mydev"]),
 )
 def test_copy_matches_cpu(dst_view, data, dst_dtype, src_dtype, direction):
@@ -177,11 +177,6 @@ def test_disjoint_views_of_one_storage_copy():
     base_cpu[5:].copy_(base_cpu[:5])
     base_dev[5:].copy_(base_dev[:5])
     assert same_bits(base_cpu, base_dev)
-
-
-def test_unsupported_dtype_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="not supported"):
-        torch.empty(3, dtype=torch.uint16, device="mydev").copy_(torch.zeros(3, dtype=torch.uint16))
 
 
 def test_complex_to_real_warns_and_drops_imaginary_part(monkeypatch):

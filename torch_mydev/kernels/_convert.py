@@ -4,26 +4,35 @@ A cast runs in two steps over a contiguous chunk, so that numba compiles a few d
 loops instead of one loop per (source dtype, destination dtype) pair:
 
 1. *read*: the source chunk becomes a **canonical** chunk that holds every source value
-   exactly -- int64 for bool and the integer types, float32 for float16/bfloat16 (the bit
-   patterns ``c10::Half`` / ``c10::BFloat16`` widen to), and the source array itself for
-   int64, float32, float64 and complex (a complex chunk is read as interleaved real/imag
-   floats, ``step`` 2). float32 sources are never widened to float64: widening quiets a
-   signalling NaN, and torch keeps it when it only copies the real part of a complex64 or
-   widens a bfloat16.
+   exactly -- int64 for bool and the integer types up to uint32, float32 for float16,
+   bfloat16, complex32 (interleaved) and the float8 types (the values ``c10::Half``,
+   ``c10::BFloat16`` and ``c10::Float8_*`` widen to; float8 through the 256-entry tables of
+   ``float8.DECODE``), and the source array itself for int64, uint64, float32, float64 and
+   complex (a complex chunk is read as interleaved real/imag floats, ``step`` 2). float32
+   sources are never widened to float64: widening quiets a signalling NaN, and torch keeps
+   it when it only copies the real part of a complex64 or widens a bfloat16.
 2. *write*: the canonical chunk is converted into the destination storage type. Every rule is
    ``c10::convert`` / ``c10::static_cast_with_inter_type``:
 
    - to bool: ``v != 0``; complex: ``re != 0 or im != 0`` (NaN is true);
-   - to integers from integers: two's-complement wrap (the low bytes);
-   - to integers from floating values: truncation toward zero, through int64 for uint8 and
-     int64 (c10's uint8 specialisation) and through int32 for int8, int16 and int32 (x86
-     ``cvttss2si``). Out of range is undefined in C++; here it is deterministic and equal
-     to what torch does on x86: a value (NaN, +-inf included) that does not fit the
-     intermediate becomes its minimum (INT64_MIN or INT32_MIN), which is then wrapped;
-   - to float32/float64: the C++ conversion (int64 to float32 rounds once, directly);
-   - to float16/bfloat16: through float32 first, as ``c10::Half(float)`` and
-     ``c10::BFloat16(float)`` take a float -- so float64 and int64 sources round twice,
-     which is what torch does;
+   - to integers from integers: two's-complement wrap (the low bytes; an unsigned
+     destination is written through the signed type of its width, same bytes);
+   - to integers from floating values: truncation toward zero, through int64 for uint8,
+     uint32 and int64 (c10's uint8 specialisation; x86's 64-bit ``cvttss2si`` for uint32)
+     and through int32 for int8, int16, int32 and uint16 (x86 ``cvttss2si``); uint64 as
+     x86-64 converts to unsigned (``VIA_UINT64``: values from 2**63 go through
+     ``x - 2**63``). Out of range is undefined in C++; here it is deterministic and equal to
+     what torch's scalar loop does on x86: a value (NaN, +-inf included) that does not fit
+     the intermediate becomes its minimum (INT64_MIN or INT32_MIN), which is then wrapped
+     (torch's vectorised loops can give other values there, e.g. for uint32);
+   - to float32/float64: the C++ conversion (int64 and uint64 to float32 round once,
+     directly);
+   - to float16/bfloat16, complex32 and the float8 types: through float32 first, as
+     ``c10::Half(float)``, ``c10::BFloat16(float)`` and ``c10::Float8_*(float)`` take a
+     float (complex32 is ``c10::complex<Half>`` made from a ``complex<float>``) -- so
+     float64 and 64-bit integer sources round twice, which is what torch does. The one
+     exception: complex32 -> float16 keeps the real part's bits (``static_cast<Half>`` of a
+     Half), which ``copy.py`` moves without a conversion;
    - complex to real keeps the real part; real to complex sets the imaginary part to 0.
 
 Half and bfloat16 are uint16 bit patterns (numba has no CPU float16):
@@ -35,6 +44,14 @@ Half and bfloat16 are uint16 bit patterns (numba has no CPU float16):
   ``vcvtps2ph``, which ``c10::Half`` uses).
 - float16 -> float32 is exact; a NaN keeps its payload and gets the quiet bit (F16C
   ``vcvtph2ps``). bfloat16 -> float32 is the 16-bit shift, no quieting.
+
+float32 -> float8 is ``c10::detail::fp8*_from_fp32_value`` bit for bit
+(``float32_to_float8_bits``): round to nearest even with subnormals; e4m3fn and e5m2 keep
+the sign of a NaN, e4m3fn (which has no infinity) saturates every overflow, infinity
+included, to +-448 (``0x7E``), e5m2 rounds overflow to infinity; the fnuz types turn NaN,
+infinity and overflow into ``0x80`` (their NaN) and never write a negative zero; e8m0fnu
+keeps only the exponent (sign dropped), rounding up from half way, with NaN and infinity
+``0xFF``.
 
 These are torch's scalar conversions. torch's vectorised x86 loops (AVX2 and AVX512 builds;
 not ``ATEN_CPU_CAPABILITY=default``) write other NaN bits in three places, measured on torch
@@ -64,7 +81,8 @@ INT32_MIN = -(1 << 31)
 
 # Routes from a floating value to an integer destination (``c10::convert``).
 VIA_INT64 = 0  # uint8 (c10's explicit int64 step) and int64
-VIA_INT32 = 1  # int8, int16, int32: the 32-bit truncating conversion
+VIA_INT32 = 1  # int8, int16, int32, uint16: the 32-bit truncating conversion
+VIA_UINT64 = 2  # uint64: x86-64's conversion to unsigned
 
 # NaN bits of a bfloat16: c10's scalar conversion, and torch's vectorised float32 loop.
 BFLOAT16_NAN = 0x7FC0
@@ -85,6 +103,15 @@ def float_to_int32(x: float) -> int:
     if x > -2147483649.0 and x < 2147483648.0:
         return np.int64(x)
     return np.int64(INT32_MIN)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float_to_uint64(x: float) -> int:
+    """``static_cast<uint64_t>`` on x86-64: from 2**63 convert ``x - 2**63`` and set the top
+    bit, below it convert as int64 (NaN, -inf and values under -2**63 give 2**63, as torch)."""
+    if x >= 9.223372036854775808e18:
+        return float_to_int64(x - 9.223372036854775808e18) ^ np.int64(INT64_MIN)
+    return float_to_int64(x)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -142,6 +169,67 @@ def half_bits_to_float32_bits(h: int) -> int:
     return np.uint32(sign | magnitude)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _f32_bits(x: float) -> int:
+    return np.int64(np.float32(x).view(np.uint32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _float8_ieee(bits: int, mbits: int, bias: int, low: int) -> int:
+    """c10's rounding of a finite ``|x|`` (float32 bits) below the format's overflow: under
+    ``low`` (the smallest normal) by one float32 add of a magic number, whose low byte is
+    the subnormal code; above it by integer round-to-nearest-even on the mantissa."""
+    shift = 23 - mbits
+    if bits < low:
+        magic = (127 - bias + shift + 1) << 23
+        total = _f32_bits(np.uint32(bits).view(np.float32) + np.uint32(magic).view(np.float32))
+        code = (total - magic) & 0xFF
+    else:
+        odd = (bits >> shift) & 1
+        code = ((bits + ((bias - 127) << 23) + (1 << (shift - 1)) - 1 + odd) >> shift) & 0xFF
+    return code
+
+
+@njit(cache=True, nogil=True, inline="always")
+def float32_to_float8_bits(x: float, fmt: int) -> int:
+    """``c10::Float8_*(float)`` (``fp8*_from_fp32_value``) for the format ``fmt``."""
+    bits = _f32_bits(x)
+    sign = (bits >> 24) & 0x80
+    bits &= 0x7FFFFFFF
+    if fmt == 8:  # e8m0fnu: the exponent, rounded up from half way (sign ignored)
+        exponent = bits >> 23
+        if exponent == 0xFF:
+            return np.uint8(0xFF)
+        if (bits & 0x400000) and ((bits & 0x3FFFFF) or exponent > 0):
+            exponent += 1
+        return np.uint8(exponent & 0xFF)
+    if fmt == 4:  # e4m3fn: overflow and infinity saturate to 448, NaN stays NaN
+        if bits >= 0x43F00000:
+            code = 0x7F if bits > 0x7F800000 else 0x7E
+        else:
+            code = _float8_ieee(bits, 3, 7, 121 << 23)
+            if code == 0x7F:
+                code = 0x7E
+        return np.uint8(code | sign)
+    if fmt == 6:  # e5m2: overflow to infinity, NaN stays NaN
+        if bits >= 143 << 23:
+            code = 0x7F if bits > 0x7F800000 else 0x7C
+        else:
+            code = _float8_ieee(bits, 2, 15, 113 << 23)
+        return np.uint8(code | sign)
+    # fnuz (5: e4m3fnuz, 7: e5m2fnuz): one more bias, 0x80 for NaN/inf/overflow, no -0
+    mbits = 3 if fmt == 5 else 2
+    bias = 8 if fmt == 5 else 16
+    top = (0x87 if fmt == 5 else 0x8F) << 23
+    if bits >= top:
+        return np.uint8(0x80)
+    low = (0x78 if fmt == 5 else 0x70) << 23
+    code = _float8_ieee(bits, mbits, bias, low)
+    if bits < low and code == 0:
+        return np.uint8(0)
+    return np.uint8(code | sign)
+
+
 # ---- read: source storage -> canonical ------------------------------------------------------
 
 
@@ -165,6 +253,13 @@ def read_reduced(out_bits: np.ndarray, src: np.ndarray, is_bfloat16: bool, n: in
     else:
         for i in range(n):
             out_bits[i] = half_bits_to_float32_bits(src[i])
+
+
+@njit(cache=True, nogil=True)
+def read_float8(out_bits: np.ndarray, src: np.ndarray, table: np.ndarray, n: int) -> None:
+    """float8 codes to float32 bit patterns through ``table`` (``float8.DECODE``, exact)."""
+    for i in range(n):
+        out_bits[i] = table[src[i]]
 
 
 # ---- write: canonical -> destination storage ------------------------------------------------
@@ -194,8 +289,16 @@ def write_integral_from_int(dst: np.ndarray, canon: np.ndarray, n: int) -> None:
 def write_integral_from_float(
     dst: np.ndarray, canon: np.ndarray, step: int, route: int, n: int
 ) -> None:
-    """Floating (real part) to an integer type: truncate via int64 or int32, then wrap."""
-    if route == VIA_INT64:
+    """Floating (real part) to an integer type: truncate via int64, int32 or x86-64's
+    unsigned conversion (``route``), then wrap."""
+    if route == VIA_UINT64:
+        if step == 1:
+            for i in range(n):
+                dst[i] = float_to_uint64(canon[i])
+        else:
+            for i in range(n):
+                dst[i] = float_to_uint64(canon[2 * i])
+    elif route == VIA_INT64:
         if step == 1:
             for i in range(n):
                 dst[i] = float_to_int64(canon[i])
@@ -253,6 +356,13 @@ def write_reduced(
     else:
         for i in range(n):
             dst[i] = float32_to_half_bits(np.float32(canon[2 * i]))
+
+
+@njit(cache=True, nogil=True)
+def write_float8(dst: np.ndarray, values: np.ndarray, fmt: int, n: int) -> None:
+    """float32 values to float8 codes of the format ``fmt`` (``c10::Float8_*(float)``)."""
+    for i in range(n):
+        dst[i] = float32_to_float8_bits(values[i], fmt)
 
 
 key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)

@@ -29,7 +29,8 @@ passes byte offsets and byte strides over whole-storage ``uint8`` buffers. This 
 3. different dtypes (``copy_kernel`` casting branch, ``c10::convert``): chunks of at most
    ``CAST_CHUNK`` elements of the linear iteration range are gathered into a contiguous
    staging buffer (skipped when the source is contiguous), read into a canonical chunk,
-   written in the destination dtype (``_convert``), and scattered (skipped when the
+   written in the destination dtype (``cast.converters`` picks the ``_convert`` loops),
+   and scattered (skipped when the
    destination is contiguous). Each chunk is read completely before it is written, so an
    operand pair in the same memory with the same layout is safe. From
    ``PARALLEL_MIN_NUMEL`` elements the chunks are shared among threads (the numba loops
@@ -62,6 +63,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
+from .cast import converters
 from .copy_loops import (
     CAST_CHUNK,
     PARALLEL_MEMMOVE_MIN_BYTES,
@@ -84,7 +86,7 @@ from .copy_loops import (
     units_of,
 )
 from .copy_prepared import PreparedCopy, plan_path, prepare_copy
-from .dtypes import DtypeLayout, layout_of
+from .dtypes import layout_of
 from .operand import Operand
 
 __all__ = [
@@ -138,6 +140,8 @@ def copy_strided(dst: Operand, src: Operand, shape: tuple[int, ...]) -> None:
     shape, dst_strides, src_strides = check_plan(shape, dst.strides, src.strides)
     dst_layout = layout_of(dst.dtype)
     src_layout = layout_of(src.dtype)
+    if dst.dtype != src.dtype and "bits" in (dst_layout.kind, src_layout.kind):
+        raise TypeError(f"mydev kernels do not cast {src.dtype} to {dst.dtype} (bytes only move)")
     check_buffer("dst", dst.data, writable=True)
     check_buffer("src", src.data, writable=False)
     if math.prod(shape) == 0:
@@ -232,7 +236,7 @@ def _copy_cast(dst: Operand, src: Operand, shape: tuple[int, ...], vector_nan: b
 
 def _unstaged(dst: Operand, src: Operand, shape: tuple[int, ...]) -> bool:
     """Whether a cast needs no staging buffer: both sides contiguous and aligned, and the
-    source already canonical (int64, float32, float64, complex)."""
+    source already canonical (int64, uint64, float32, float64, complex)."""
     dst_layout, src_layout = layout_of(dst.dtype), layout_of(src.dtype)
     return (
         len(shape) == 1
@@ -240,7 +244,7 @@ def _unstaged(dst: Operand, src: Operand, shape: tuple[int, ...]) -> bool:
         and src.strides[0] == src_layout.itemsize
         and (dst.data.ctypes.data + dst.offset) % dst_layout.lane.itemsize == 0
         and (src.data.ctypes.data + src.offset) % src_layout.lane.itemsize == 0
-        and (src_layout.kind in ("float", "complex") or src_layout.lane == np.int64)
+        and (src_layout.kind in ("float", "complex") or src_layout.lane in (np.int64, np.uint64))
     )
 
 
@@ -258,8 +262,7 @@ def _cast_range(
     src_layout, dst_layout = layout_of(src.dtype), layout_of(dst.dtype)
     src_side = _Side(src, shape, chunk)
     dst_side = _Side(dst, shape, chunk)
-    reader = _reader(src_layout, chunk, convert)
-    writer = _writer(dst_layout, src_layout, convert, vector_nan)
+    reader, writer = converters(src_layout, dst_layout, chunk, convert, vector_nan)
     for first in range(begin, end, chunk):
         last = min(first + chunk, end)
         source = src_side.gather(loops, first, last)
@@ -353,70 +356,3 @@ class _Side:
             begin,
             end,
         )
-
-
-def _reader(layout: DtypeLayout, chunk: int, convert: ModuleType):
-    """Source lanes -> ``(canonical lanes, step)``: int64, float32/64, or complex pairs."""
-    if layout.kind in ("bool", "int") and layout.lane != np.int64:
-        out = np.empty(chunk, np.int64)
-        is_bool = layout.kind == "bool"
-
-        def read_integral(lanes: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-            convert.read_integral(out, lanes, is_bool, n)
-            return out[:n], 1
-
-        return read_integral
-    if layout.kind == "reduced":
-        bits = np.empty(chunk, np.uint32)
-        is_bfloat16 = layout.dtype == torch.bfloat16
-
-        def read_reduced(lanes: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-            convert.read_reduced(bits, lanes, is_bfloat16, n)
-            return bits[:n].view(np.float32), 1
-
-        return read_reduced
-    step = layout.lanes
-
-    def read_as_is(lanes: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-        return lanes, step
-
-    return read_as_is
-
-
-def _writer(dst: DtypeLayout, src: DtypeLayout, convert: ModuleType, vector_nan: bool):
-    """``(destination lanes, (canonical, step), n)`` -> None, for the destination dtype."""
-    if dst.kind == "bool":
-
-        def write_bool(target: np.ndarray, canonical: tuple[np.ndarray, int], n: int) -> None:
-            convert.write_bool(target, canonical[0], canonical[1], n)
-
-        return write_bool
-    if dst.kind == "int":
-        if src.kind in ("bool", "int"):
-
-            def write_from_int(
-                target: np.ndarray, canonical: tuple[np.ndarray, int], n: int
-            ) -> None:
-                convert.write_integral_from_int(target, canonical[0], n)
-
-            return write_from_int
-        route = convert.VIA_INT64 if dst.lane in (np.uint8, np.int64) else convert.VIA_INT32
-
-        def write_from_float(target: np.ndarray, canonical: tuple[np.ndarray, int], n: int) -> None:
-            convert.write_integral_from_float(target, canonical[0], canonical[1], route, n)
-
-        return write_from_float
-    if dst.kind == "reduced":
-        is_bfloat16 = dst.dtype == torch.bfloat16
-        nan_bits = convert.BFLOAT16_VECTOR_NAN if vector_nan else convert.BFLOAT16_NAN
-
-        def write_reduced(target: np.ndarray, canonical: tuple[np.ndarray, int], n: int) -> None:
-            convert.write_reduced(target, canonical[0], canonical[1], is_bfloat16, nan_bits, n)
-
-        return write_reduced
-    dst_step = dst.lanes
-
-    def write_floating(target: np.ndarray, canonical: tuple[np.ndarray, int], n: int) -> None:
-        convert.write_floating(target, dst_step, canonical[0], canonical[1], n)
-
-    return write_floating

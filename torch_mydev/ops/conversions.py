@@ -11,7 +11,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.ops import replay
-from torch_mydev.ops.copy import CopyEntry, _check_dtype, copy_into_new, entry_for
+from torch_mydev.ops.copy import CopyEntry, check_dtypes, copy_into_new, entry_for
 from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
 from torch_mydev_rules.iterator.cache import LRUCache
 
@@ -144,8 +144,7 @@ def _new_copy(
     """Make (and remember under ``key``) the ``NewCopy`` of ``self`` into ``dtype``/``device``."""
     if device.type != "cpu":
         _check_device(device.index or 0)
-    _check_dtype("source", self.dtype)
-    _check_dtype("destination", dtype)
+    check_dtypes(dtype, self.dtype)
     strides, entry = _new_layout(self, dtype, memory_format)
     new = NewCopy(tuple(self.shape), strides, dtype, device, entry)
     _by_signature.put(key, new)

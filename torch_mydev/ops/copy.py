@@ -23,13 +23,14 @@ import torch
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.kernels import copy as kernels
-from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev.kernels.dtypes import COPY_DTYPES, STORAGE_DTYPES, SUPPORTED_DTYPES
 from torch_mydev.ops import replay
 from torch_mydev.ops.buffers import byte_offset, storage_bytes, storage_span, writable
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.cache import LRUCache, cached_build
 from torch_mydev_rules.iterator.operands import OperandSpec, copy_config
 from torch_mydev_rules.iterator.plan import Plan
+from torch_mydev_rules.iterator.promotion import dtype_name
 
 _INTERNAL_OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
@@ -46,7 +47,11 @@ _HOST_DEVICES = ("cpu", DEVICE)
 _HOST = frozenset(
     (torch.device("cpu"), *(torch.device("privateuseone", i) for i in range(_C._device_count())))
 )
-_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+# Dtypes copy_ casts between (CPU's copy_kernel), and those it only moves to their own dtype.
+_CASTABLE = frozenset(COPY_DTYPES)
+_MOVABLE = frozenset(STORAGE_DTYPES)
+# Dtypes CPU's neg_kernel negates (a negative bit to resolve): not bool, unsigned or float8.
+_NEGATABLE = frozenset(SUPPORTED_DTYPES) - {torch.bool} | {torch.complex32}
 _COPY_CONFIG = copy_config()
 _signature = _C._signature
 _CONJ_NEG = _C.FLAG_CONJ | _C.FLAG_NEG
@@ -147,8 +152,7 @@ def copy_into_new(
     """
     if (
         src.layout != torch.strided
-        or dst.dtype not in _SUPPORTED
-        or src.dtype not in _SUPPORTED
+        or not copyable(dst.dtype, src.dtype)
         or src.is_conj()
         or src.is_neg()
     ):
@@ -271,8 +275,9 @@ def _make_entry(
         OperandSpec(src_sizes, src_strides, src_dtype),
     )
     plan = cached_build(operands, _COPY_CONFIG)
+    check_dtypes(dst_dtype, src_dtype)  # copy_stub's dispatch: after the iterator's checks
     prepared = None
-    if dst_dtype == src_dtype and dst_dtype in _SUPPORTED:
+    if dst_dtype == src_dtype and dst_dtype in _MOVABLE:
         prepared = kernels.prepare_copy(
             dst_dtype, plan.coalesced_shape, *plan.coalesced_stride_bytes
         )
@@ -344,8 +349,6 @@ def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
         and src.device in _HOST
         and self.layout == torch.strided
         and src.layout == torch.strided
-        and self.dtype in _SUPPORTED
-        and src.dtype in _SUPPORTED
     ):
         return  # the common case, in one expression; else find the first error in order
     for name, t in (("destination", self), ("source", src)):
@@ -353,15 +356,33 @@ def _check_copy_args(self: torch.Tensor, src: torch.Tensor) -> None:
             raise RuntimeError(f"mydev copy_: cannot copy with a {name} on {t.device}")
         if t.layout != torch.strided:
             raise RuntimeError(f"mydev copy_: the {name} layout {t.layout} is not supported")
-        _check_dtype(name, t.dtype)
 
 
-def _check_dtype(name: str, dtype: torch.dtype) -> None:
-    if dtype not in _SUPPORTED:
-        raise RuntimeError(
-            f"mydev copy_: dtype {dtype} of the {name} is not supported "
-            f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
-        )
+def copyable(dst_dtype: torch.dtype, src_dtype: torch.dtype) -> bool:
+    """Whether torch CPU's ``copy_kernel`` (and so mydev's) copies ``src_dtype`` into
+    ``dst_dtype``: a cast between two dtypes of ``COPY_DTYPES``, or a byte move between two
+    tensors of one dtype of ``STORAGE_DTYPES`` (bits types and float4_e2m1fn_x2 only move)."""
+    if dst_dtype == src_dtype:
+        return dst_dtype in _MOVABLE
+    return dst_dtype in _CASTABLE and src_dtype in _CASTABLE
+
+
+def check_dtypes(dst_dtype: torch.dtype, src_dtype: torch.dtype) -> None:
+    """Raise CPU's ``NotImplementedError`` where ``copy_kernel`` has no loop for the pair.
+
+    ``AT_DISPATCH`` names the dtype it lacks: a same-dtype copy of a dtype CPU cannot move
+    (uint1..uint7, int1..int7) fails in ``direct_copy_kernel`` ("copy_kernel"), a cast in
+    ``copy_`` 's dispatch on the destination's dtype first, then the source's.
+    """
+    if copyable(dst_dtype, src_dtype):
+        return
+    if dst_dtype == src_dtype:
+        kernel, missing = "copy_kernel", dst_dtype
+    else:
+        kernel, missing = "copy_", src_dtype if dst_dtype in _CASTABLE else dst_dtype
+    raise NotImplementedError(
+        f"mydev copy_: \"{kernel}\" not implemented for '{dtype_name(missing)}' (as on CPU)"
+    )
 
 
 def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
@@ -376,6 +397,8 @@ def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         return self
     conj = self.is_complex() and self.is_conj() != src.is_conj()
     neg = self.is_neg() != src.is_neg()
+    if neg and self.dtype not in _NEGATABLE:  # CPU's neg_kernel has no loop for it
+        raise NotImplementedError(f"\"neg_cpu\" not implemented for '{dtype_name(self.dtype)}'")
     stored = _without_bits(self)
     copy_(stored, _without_bits(src))
     if conj or neg:

@@ -82,13 +82,17 @@ def check_partial_overlap(out: torch.Tensor, inputs: Sequence[Arg]) -> None:
             raise RuntimeError(_PARTIAL_OVERLAP)
 
 
+class NotNative(NotImplementedError):
+    """A dtype the native kernels do not compute in: the registration (``ops/registry.py``)
+    runs the call through CPU's kernel instead (the fallback), which computes it or raises
+    CPU's own error."""
+
+
 def check_supported(name: str, dtype: torch.dtype | None) -> None:
-    """Refuse dtypes the kernels lack (complex32, uint16/32/64, float8...) as torch's dispatch
-    macros refuse theirs: ``NotImplementedError`` (a ``RuntimeError``)."""
+    """Hand dtypes the kernels lack (complex32, uint16/32/64, float8...) to CPU's kernel:
+    raises ``NotNative``, before anything is allocated or written."""
     if dtype not in kernels.SUPPORTED_DTYPES:
-        raise NotImplementedError(
-            f"mydev {name}: dtype {dtype} is not supported by the native kernels"
-        )
+        raise NotNative(f"mydev {name}: dtype {dtype} is not supported by the native kernels")
 
 
 def sub_check(self: Arg, other: Arg) -> None:

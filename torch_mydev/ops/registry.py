@@ -25,6 +25,7 @@ from torch_mydev.ops import (
     reduction,
     tensor_type,
 )
+from torch_mydev.ops.elementwise_checks import NotNative
 
 KERNELS: dict[str, Callable] = {
     "empty_like": factories.empty_like,
@@ -49,7 +50,9 @@ _library: torch.library.Library | None = None
 def _served(name: str, fn: Callable) -> Callable:
     """``fn``, except that a call whose loop is still compiling (``kernels.compiler``: a
     first use with no numba cache) runs through CPU's kernel on aliases of its mydev
-    buffers: CPU's exact bits, not counted in ``fallback_stats``."""
+    buffers: CPU's exact bits, not counted in ``fallback_stats``. A call in a dtype the
+    native kernels lack (``NotNative``: uint16/32/64, float8, complex32) goes the same way,
+    counted: CPU computes it or raises its own error."""
     base, _, overload = name.partition(".")
     op = getattr(getattr(torch.ops.aten, base), overload or "default")
 
@@ -59,6 +62,8 @@ def _served(name: str, fn: Callable) -> Callable:
         except NotCompiled:
             compiler.served_on_cpu(name)
             return fallback.run_on_cpu(op, args, kwargs, count=False)
+        except NotNative:
+            return fallback.run_on_cpu(op, args, kwargs)
 
     kernel.__name__ = kernel.__qualname__ = getattr(fn, "__name__", name)
     kernel.__wrapped__ = fn

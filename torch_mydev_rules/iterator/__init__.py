@@ -11,6 +11,7 @@ fastest-first iteration a kernel walks). No tensor memory is touched. One module
 - ``strides``: ``compute_strides``, ``reorder_dimensions``, ``allocate_or_resize_outputs``
 - ``coalesce``: ``coalesce_dimensions``, ``get_dim_to_split``
 - ``plan``: ``Plan`` and ``build`` (the steps in ATen's order)
+- ``casts``: the dtypes ``copy_`` casts and ``c10::convert``'s route between two of them
 - ``explain``: ``explain(op, *args, **kwargs) -> Report``
 - ``reference/``: ATen's ``DimCounter`` and DIPU's OpInferrer, kept for the tests only
 """

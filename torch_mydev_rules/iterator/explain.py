@@ -19,6 +19,7 @@ import torch
 from torch_mydev_rules import layout
 
 from . import describe
+from .casts import conversion
 from .families import FAMILIES, iterator_config
 from .numbers import number_dtype
 from .operands import OperandSpec, copy_config
@@ -194,8 +195,14 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
     return report
 
 
-def _report(label: str, plan: Plan, before: tuple[tuple[str, str], ...] = ()) -> Report:
-    """A report of ``plan``'s first output, with ``before`` steps ahead of the build's."""
+def _report(
+    label: str,
+    plan: Plan,
+    before: tuple[tuple[str, str], ...] = (),
+    after: tuple[tuple[str, str], ...] = (),
+) -> Report:
+    """A report of ``plan``'s first output, with ``before`` steps ahead of the build's and
+    ``after`` steps behind them."""
     return Report(
         op=label,
         shape=plan.shape,
@@ -206,7 +213,7 @@ def _report(label: str, plan: Plan, before: tuple[tuple[str, str], ...] = ()) ->
         stride_bytes=plan.stride_bytes,
         coalesced_shape=plan.coalesced_shape,
         coalesced_stride_bytes=plan.coalesced_stride_bytes,
-        steps=before + plan.steps,
+        steps=before + plan.steps + after,
         plan=plan,
     )
 
@@ -246,7 +253,13 @@ def _explain_copy(dst: torch.Tensor, src: torch.Tensor) -> Report:
     if dst is src:
         steps = [("copy_", "self is src: returns self, nothing copied")]
         return _no_plan("copy_", dst, tuple(dst.stride()), steps)
-    return _report("copy_", build([_spec(dst, is_output=True), _spec(src)], copy_config()))
+    plan = build([_spec(dst, is_output=True), _spec(src)], copy_config())
+    return _report("copy_", plan, after=_convert_step(src.dtype, dst.dtype))
+
+
+def _convert_step(src: torch.dtype, dst: torch.dtype) -> tuple[tuple[str, str], ...]:
+    """The kernel's element conversion (``casts.conversion``), the copy's last step."""
+    return (("copy_kernel", conversion(src, dst)),)
 
 
 def _explain_copy_into_new(
@@ -254,7 +267,8 @@ def _explain_copy_into_new(
 ) -> Report:
     """``empty_like`` gave a new tensor with ``strides``; ``copy_`` fills it from ``t``."""
     dst = OperandSpec(tuple(t.shape), strides, t.dtype, is_output=True)
-    return _report(label, build([dst, _spec(t)], copy_config()), before)
+    plan = build([dst, _spec(t)], copy_config())
+    return _report(label, plan, before, _convert_step(t.dtype, t.dtype))
 
 
 def _explain_layout_op(name: str, args: tuple, kwargs: dict[str, Any]) -> Report:

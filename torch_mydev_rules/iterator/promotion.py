@@ -83,6 +83,30 @@ _SCALAR_TYPE_NAMES = {
     torch.complex64: "ComplexFloat",
     torch.complex128: "ComplexDouble",
     **({torch.bcomplex32: "BComplex32"} if hasattr(torch, "bcomplex32") else {}),
+    **{
+        getattr(torch, name.lower()): name
+        for name in (
+            *(f"UInt{bits}" for bits in (1, 2, 3, 4, 5, 6, 7, 16, 32, 64)),
+            *(f"Int{bits}" for bits in range(1, 8)),
+            "Float8_e5m2",
+            "Float8_e4m3fn",
+            "Float8_e5m2fnuz",
+            "Float8_e4m3fnuz",
+            "Float8_e8m0fnu",
+            "Float4_e2m1fn_x2",
+            "Bits1x8",
+            "Bits2x4",
+            "Bits4x2",
+            "Bits8",
+            "Bits16",
+            "QInt8",
+            "QUInt8",
+            "QInt32",
+            "QUInt4x2",
+            "QUInt2x4",
+        )
+        if hasattr(torch, name.lower())
+    },
 }
 
 
