@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -95,14 +96,37 @@ def check_supported(name: str, dtype: torch.dtype | None) -> None:
         raise NotNative(f"mydev {name}: dtype {dtype} is not supported by the native kernels")
 
 
+@functools.cache
+def _cpu_bool_error(op: str) -> type[RuntimeError]:
+    """The exception CPU's own check raises for ``op`` ("sub", "neg") on a bool tensor, read
+    once from CPU: ``RuntimeError`` in torch 2.13 (``TORCH_CHECK``), ``NotImplementedError``
+    from torch 2.14 (``TORCH_CHECK_NOT_IMPLEMENTED``)."""
+    t = torch.tensor([True])
+    probes: dict[str, Callable[[], object]] = {
+        "sub": lambda: torch.sub(t, t),
+        "neg": lambda: torch.neg(t),
+    }
+    try:
+        probes[op]()
+    except RuntimeError as error:
+        return type(error)
+    raise RuntimeError(f"torch_mydev: this torch's CPU {op} of a bool tensor no longer raises")
+
+
 def sub_check(self: Arg, other: Arg) -> None:
-    """``sub_check`` (BinaryOps.h): no bool operands."""
+    """``sub_check`` (BinaryOps.h): no bool operands (CPU's exception type, ``_cpu_bool_error``)."""
     self_bool = _arg_dtype(self) == torch.bool
     other_bool = _arg_dtype(other) == torch.bool
     if self_bool and other_bool:
-        raise RuntimeError(_BOOL_SUB_BOTH)
+        raise _cpu_bool_error("sub")(_BOOL_SUB_BOTH)
     if self_bool or other_bool:
-        raise RuntimeError(_BOOL_SUB)
+        raise _cpu_bool_error("sub")(_BOOL_SUB)
+
+
+def neg_check(dtype: torch.dtype) -> None:
+    """``neg``'s check (UnaryOps.cpp): no bool tensor (CPU's exception type)."""
+    if dtype == torch.bool:
+        raise _cpu_bool_error("neg")(_BOOL_NEG)
 
 
 def alpha_check(dtype: torch.dtype, alpha: Number) -> None:

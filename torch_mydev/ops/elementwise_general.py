@@ -13,11 +13,11 @@ import torch
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 from torch_mydev.ops.elementwise_checks import (
-    _BOOL_NEG,
     Arg,
     alpha_check,
     check_range,
     check_supported,
+    neg_check,
     sub_check,
 )
 from torch_mydev.ops.elementwise_plan import (
@@ -133,8 +133,8 @@ def general_unary(
     name: str, self: torch.Tensor, *, out: torch.Tensor | None = None, inplace: bool = False
 ) -> torch.Tensor:
     """neg and abs: ``build_borrowing_unary_op`` (one dtype throughout), ``kernels.unary``."""
-    if name == "neg" and self.dtype == torch.bool:
-        raise RuntimeError(_BOOL_NEG)
+    if name == "neg":
+        neg_check(self.dtype)
     plan, target = make_plan(out, [self], iterator_config(name), inplace=inplace)
     if name == "abs" and self.dtype == torch.bool:
         raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
