@@ -283,3 +283,19 @@ def test_float16_times_imaginary_unit_is_complex32_as_on_cpu() -> None:
         got = h.to("mydev") * 1j
     assert got.dtype == torch.complex32 and got.device.type == "mydev"
     assert same_bits(expected, got)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.uint64, torch.complex32, torch.float8_e5m2, torch.bits16], ids=_name
+)
+def test_repeated_copies_take_the_recorded_paths(dtype: torch.dtype) -> None:
+    """The third call of a layout runs from the stub's record (``ops/replay.py``): the same
+    bytes as the first, for the dtypes the records move by their item size."""
+    base = _random_bits(dtype, 240, seed=4)
+    cpu = base.view(12, 20).t()
+    dev = base.to("mydev").view(12, 20).t()
+    dst = torch.empty(20, 12, dtype=dtype, device="mydev")
+    expected = cpu.contiguous()
+    for _ in range(4):
+        assert same_bits(expected, dev.contiguous())
+        assert same_bits(expected, dst.copy_(dev))
