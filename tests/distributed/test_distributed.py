@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -264,13 +265,16 @@ def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(tmp_path):
             assert torch.equal(s["full"][i], full)
 
 
-def _fsdp1(rank: int, init: str, out_dir: str) -> None:
+def _fsdp1(rank: int, init: str, out_dir: str, where: str) -> None:
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
     torch.manual_seed(0)
-    # On mydev before wrapping: FSDP1 moving a CPU model fails in set_data (docs).
-    fsdp = FullyShardedDataParallel(_model().to("mydev"), device_id=torch.device("mydev", 0))
+    # "cpu": FSDP1 moves the model itself, with param.data = param.to(device): that needs
+    # _has_compatible_shallow_copy_type to say yes for a CPU parameter taking mydev data
+    # (ops/tensor_type.py), as it does for CUDA.
+    model = _model() if where == "cpu" else _model().to("mydev")
+    fsdp = FullyShardedDataParallel(model, device_id=torch.device("mydev", 0))
     optimizer = torch.optim.SGD(fsdp.parameters(), lr=0.1)
     batch, target = _data()
     for _ in range(2):
@@ -286,8 +290,9 @@ def _fsdp1(rank: int, init: str, out_dir: str) -> None:
     dist.destroy_process_group()
 
 
-def test_fsdp1_matches_one_process_on_the_whole_batch(tmp_path):
-    _spawn(_fsdp1, str(tmp_path))
+@pytest.mark.parametrize("where", ["mydev", "cpu"], ids=["model-on-mydev", "model-on-cpu"])
+def test_fsdp1_matches_one_process_on_the_whole_batch(tmp_path, where):
+    _spawn(_fsdp1, str(tmp_path), where)
     model = _one_process()
     for rank in range(WORLD):
         seen = torch.load(tmp_path / f"fsdp1_{rank}.pt")
