@@ -215,3 +215,28 @@ def state_differences(cpu: Step, dev: Step) -> list[str]:
     for name in cpu.state.keys() & dev.state.keys():
         problems.append(_compare(name, cpu.state[name], dev.state[name]))
     return [p for p in problems if p]
+
+
+class StepComparisons:
+    """One step on mydev against CPU's, four ways; a test module subclasses this as
+    ``Test...`` and defines the ``steps`` fixture, ``(case, cpu_step, mydev_step)``."""
+
+    def test_to_keeps_parameters_and_their_ties(self, steps: tuple) -> None:
+        _, cpu, mydev = steps
+        problems = identity_differences(cpu, mydev)
+        assert not problems, "\n".join(problems)
+
+    def test_forward_matches_cpu(self, steps: tuple) -> None:
+        _, cpu, mydev = steps
+        problems = activation_differences(cpu, mydev)
+        assert not problems, "\n".join(problems)
+
+    def test_loss_and_gradients_match_cpu(self, steps: tuple) -> None:
+        _, cpu, mydev = steps
+        problems = gradient_differences(cpu, mydev)
+        assert not problems, "\n".join(problems)
+
+    def test_optimizer_step_and_buffers_match_cpu(self, steps: tuple) -> None:
+        _, cpu, mydev = steps
+        problems = state_differences(cpu, mydev)
+        assert not problems, "\n".join(problems)

@@ -44,6 +44,7 @@ from tests.models.step import (
     Activation,
     Case,
     Step,
+    StepComparisons,
     activation_differences,
     build_on_both,
     gradient_differences,
@@ -69,28 +70,8 @@ def steps(request):
     yield request.param, cpu, mydev
 
 
-def test_to_keeps_parameters_and_their_ties(steps):
-    _, cpu, mydev = steps
-    problems = identity_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_forward_matches_cpu(steps):
-    _, cpu, mydev = steps
-    problems = activation_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_loss_and_gradients_match_cpu(steps):
-    _, cpu, mydev = steps
-    problems = gradient_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_optimizer_step_and_buffers_match_cpu(steps):
-    _, cpu, mydev = steps
-    problems = state_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
+class TestStepMatchesCpu(StepComparisons):
+    """The four comparisons of ``tests/models/step.py`` over this module's cases."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)

@@ -31,13 +31,10 @@ import transformers
 
 from tests.models.step import (
     Case,
-    activation_differences,
+    StepComparisons,
     build_on_both,
-    gradient_differences,
-    identity_differences,
     module_differences,
     run_both,
-    state_differences,
 )
 
 transformers.logging.set_verbosity_error()
@@ -134,28 +131,8 @@ def steps(request):
     yield request.param, cpu, mydev
 
 
-def test_to_keeps_parameters_and_their_ties(steps):
-    _, cpu, mydev = steps
-    problems = identity_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_forward_matches_cpu(steps):
-    _, cpu, mydev = steps
-    problems = activation_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_loss_and_gradients_match_cpu(steps):
-    _, cpu, mydev = steps
-    problems = gradient_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
-
-
-def test_optimizer_step_and_buffers_match_cpu(steps):
-    _, cpu, mydev = steps
-    problems = state_differences(cpu, mydev)
-    assert not problems, "\n".join(problems)
+class TestStepMatchesCpu(StepComparisons):
+    """The four comparisons of ``tests/models/step.py`` over this module's cases."""
 
 
 def test_cpu_step_exercises_what_the_case_is_for(steps):
