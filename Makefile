@@ -33,7 +33,7 @@ else
 endif
 	touch $@
 
-# The stub is named for the torch it is built against (torch_mydev/_C_torch2_13*.so), so
+# The stub is named for the torch it is built against (torch_mydev/_C_torch2_13_0*.so), so
 # each venv's build sits beside the others' in the one source tree.
 $(BUILT): $(DEPS) setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h)
 	$(PIP) --no-build-isolation --no-deps -e .
@@ -55,6 +55,6 @@ lint: $(DEPS)
 bench: $(BUILT)
 	$(PY) benchmarks/run.py
 
-# This torch's venv and stub (torch_mydev/_C_torch2_13*.so for 2.13.x); other torches' stay.
+# This torch's venv and stub (torch_mydev/_C_torch2_13_0*.so); other torches' stay.
 clean:
-	rm -rf $(VENV) build *.egg-info torch_mydev/_C_torch$(subst .,_,$(basename $(TORCH))).*so
+	rm -rf $(VENV) build *.egg-info torch_mydev/_C_torch$(subst .,_,$(TORCH)).*so

@@ -2,8 +2,9 @@
 
 The stub links against the C++ of the torch it is built with, and loads into that torch
 release only; several venvs (``make test TORCH=2.14.1``) build into the one source tree.
-So the extension is named for its torch, ``torch_mydev._C_torch2_13`` for torch 2.13, and
-``torch_mydev/__init__.py`` imports the one matching the running torch as ``torch_mydev._C``.
+So the extension is named for its torch release, ``torch_mydev._C_torch2_13_0`` for torch
+2.13.0, and ``torch_mydev/_stub.py`` imports the one matching the running torch as
+``torch_mydev._C``.
 """
 
 import glob

@@ -12,6 +12,7 @@ registrations a second time).
 
 from __future__ import annotations
 
+import re
 import warnings
 
 SUPPORTED_TORCH = ("2.13", "2.14")
@@ -19,10 +20,14 @@ SUPPORTED_TORCH = ("2.13", "2.14")
 
 
 def stub_module_name(torch_version: str) -> str:
-    """The name, within ``torch_mydev``, of the stub built for this torch: ``_C_torch2_13``
-    for ``2.13.0+cpu``. setup.py names the extension by it; each torch gets its own."""
-    major, minor = torch_version.split(".")[:2]
-    return f"_C_torch{major}_{minor}"
+    """The name, within ``torch_mydev``, of the stub built for this torch release:
+    ``_C_torch2_13_0`` for ``2.13.0+cpu``. setup.py names the extension by it, so each
+    release gets its own: a stub links against one torch's C++, and loading it into another
+    can abort the process (a 2.13 stub in torch 2.14 does)."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", torch_version)
+    if match is None:
+        raise ValueError(f"not a torch version: {torch_version!r}")
+    return "_C_torch{}_{}_{}".format(*match.groups())
 
 
 failure: BaseException | None = None

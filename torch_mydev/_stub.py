@@ -2,9 +2,11 @@
 
 The stub links against torch's C++ and loads into the torch release it was built against
 only. One source tree serves several venvs (``make test TORCH=2.14.1``), so setup.py names
-the extension for its torch (``torch_mydev_autoload.stub_module_name``: ``_C_torch2_13``);
-this module imports the one for the running torch and makes it ``torch_mydev._C`` (an
-attribute and a ``sys.modules`` entry), the name every module and test uses.
+the extension for its torch release (``torch_mydev_autoload.stub_module_name``:
+``_C_torch2_13_0``); this module imports the one for the running torch and makes it
+``torch_mydev._C`` (an attribute and a ``sys.modules`` entry), the name every module and
+test uses. Never another release's: a stub loaded into a torch it was not built against can
+abort the process.
 """
 
 from __future__ import annotations
