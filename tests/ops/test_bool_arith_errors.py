@@ -1,6 +1,7 @@
-"""``-`` on bool tensors raises what CPU raises (ops/elementwise_checks.py ``sub_check``,
-``neg_check``): the same message and the same exception type, which torch changed
-(``RuntimeError`` in 2.13, ``NotImplementedError`` from 2.14: TORCH_CHECK_NOT_IMPLEMENTED).
+"""``-`` and relu on bool tensors raise what CPU raises (ops/elementwise_checks.py
+``sub_check``, ``neg_check``, ops/elementwise_relu.py ``_check_relu``): the same message and
+the same exception type, which torch changed (``RuntimeError`` in 2.13,
+``NotImplementedError`` from 2.14: TORCH_CHECK_NOT_IMPLEMENTED).
 
 Truth: the same call on CPU tensors.
 """
@@ -20,6 +21,8 @@ CALLS = {
     "sub out=": lambda b, i: torch.sub(i, b, out=torch.empty_like(i)),
     "neg": lambda b, i: -b,
     "neg_": lambda b, i: b.clone().neg_(),
+    "relu": lambda b, i: torch.relu(b),
+    "relu_": lambda b, i: b.clone().relu_(),
 }
 
 

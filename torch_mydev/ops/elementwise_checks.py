@@ -97,14 +97,15 @@ def check_supported(name: str, dtype: torch.dtype | None) -> None:
 
 
 @functools.cache
-def _cpu_bool_error(op: str) -> type[RuntimeError]:
-    """The exception CPU's own check raises for ``op`` ("sub", "neg") on a bool tensor, read
-    once from CPU: ``RuntimeError`` in torch 2.13 (``TORCH_CHECK``), ``NotImplementedError``
-    from torch 2.14 (``TORCH_CHECK_NOT_IMPLEMENTED``)."""
+def cpu_bool_error(op: str) -> type[RuntimeError]:
+    """The exception CPU's own check raises for ``op`` ("sub", "neg", "relu") on a bool
+    tensor, read once from CPU: ``RuntimeError`` in torch 2.13 (``TORCH_CHECK``),
+    ``NotImplementedError`` from torch 2.14 (``TORCH_CHECK_NOT_IMPLEMENTED``)."""
     t = torch.tensor([True])
     probes: dict[str, Callable[[], object]] = {
         "sub": lambda: torch.sub(t, t),
         "neg": lambda: torch.neg(t),
+        "relu": lambda: torch.relu(t),
     }
     try:
         probes[op]()
@@ -114,19 +115,19 @@ def _cpu_bool_error(op: str) -> type[RuntimeError]:
 
 
 def sub_check(self: Arg, other: Arg) -> None:
-    """``sub_check`` (BinaryOps.h): no bool operands (CPU's exception type, ``_cpu_bool_error``)."""
+    """``sub_check`` (BinaryOps.h): no bool operands (CPU's exception type, ``cpu_bool_error``)."""
     self_bool = _arg_dtype(self) == torch.bool
     other_bool = _arg_dtype(other) == torch.bool
     if self_bool and other_bool:
-        raise _cpu_bool_error("sub")(_BOOL_SUB_BOTH)
+        raise cpu_bool_error("sub")(_BOOL_SUB_BOTH)
     if self_bool or other_bool:
-        raise _cpu_bool_error("sub")(_BOOL_SUB)
+        raise cpu_bool_error("sub")(_BOOL_SUB)
 
 
 def neg_check(dtype: torch.dtype) -> None:
     """``neg``'s check (UnaryOps.cpp): no bool tensor (CPU's exception type)."""
     if dtype == torch.bool:
-        raise _cpu_bool_error("neg")(_BOOL_NEG)
+        raise cpu_bool_error("neg")(_BOOL_NEG)
 
 
 def alpha_check(dtype: torch.dtype, alpha: Number) -> None:

@@ -29,7 +29,7 @@ from torch_mydev import _C
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import fill_
-from torch_mydev.ops.elementwise_checks import check_range, check_supported
+from torch_mydev.ops.elementwise_checks import check_range, check_supported, cpu_bool_error
 from torch_mydev.ops.elementwise_entries import GENERAL, Entry, _entries
 from torch_mydev.ops.elementwise_plan import (
     device_of,
@@ -116,9 +116,10 @@ def threshold_backward(
 
 
 def _check_relu(self: torch.Tensor) -> None:
-    """``relu``'s own check, then ``clamp_min``'s meta function's."""
+    """``relu``'s own check (CPU's exception type: ``cpu_bool_error``), then ``clamp_min``'s
+    meta function's."""
     if self.dtype == torch.bool:
-        raise RuntimeError("Boolean inputs not supported for relu")
+        raise cpu_bool_error("relu")("Boolean inputs not supported for relu")
     if self.is_complex():
         raise NotImplementedError("clamp is not supported for complex types")
 
