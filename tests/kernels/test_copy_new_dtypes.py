@@ -141,27 +141,34 @@ def _halves() -> torch.Tensor:
     return torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16)
 
 
-def test_every_complex32_half_to_every_dtype() -> None:
-    """All 65536 float16 patterns as real parts (imaginary parts a shuffle of them) to each
-    dtype; complex32 -> float16 keeps a signalling NaN's bits (``static_cast<Half>``), the
-    widening ones quiet it."""
+# complex32, and torch 2.14's bcomplex32 (bfloat16 parts) where torch has it.
+REDUCED_COMPLEX = [d for d in COMPLEX if d.itemsize == 4]
+
+
+@pytest.mark.parametrize("complex_dtype", REDUCED_COMPLEX, ids=_name)
+def test_every_complex32_half_to_every_dtype(complex_dtype: torch.dtype) -> None:
+    """All 65536 float16 (bfloat16) patterns as real parts (imaginary parts a shuffle of
+    them) to each dtype; complex32 -> float16 keeps a signalling NaN's bits
+    (``static_cast<Half>``), as bcomplex32 -> bfloat16 does, the widening ones quiet it."""
+    part = complex_dtype.to_real()
     real = _halves()
     imag = real[torch.randperm(real.numel(), generator=torch.Generator().manual_seed(0))]
-    values = torch.stack([real, imag], dim=1).reshape(-1).view(torch.complex32)
+    values = torch.stack([real, imag], dim=1).reshape(-1).view(complex_dtype)
     for dst in DTYPES:
         chosen = values
         if dst in INTEGRAL:
-            chosen = _select(values, _fits(values.view(torch.float16)[::2].float(), dst))
+            chosen = _select(values, _fits(values.view(part)[::2].float(), dst))
         _both_layouts(chosen, dst)
 
 
-def test_every_dtype_into_complex32() -> None:
-    """float16 patterns (NaNs quieted on the way through float32), and random values of
-    every dtype, into complex32."""
-    _both_layouts(_halves().view(torch.float16), torch.complex32)
+@pytest.mark.parametrize("complex_dtype", REDUCED_COMPLEX, ids=_name)
+def test_every_dtype_into_complex32(complex_dtype: torch.dtype) -> None:
+    """float16 (bfloat16) patterns -- NaNs quieted on the way through float32, except that
+    bfloat16 -> bcomplex32 keeps the bits --, and random values of every dtype."""
+    _both_layouts(_halves().view(complex_dtype.to_real()), complex_dtype)
     rng = np.random.default_rng(1)
     for src in DTYPES:
-        _both_layouts(make_values(src, torch.complex32, 4000, rng), torch.complex32)
+        _both_layouts(make_values(src, complex_dtype, 4000, rng), complex_dtype)
 
 
 _U64_EDGES = [

@@ -30,8 +30,11 @@ FLOAT8 = (
     torch.float8_e8m0fnu,
 )
 FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64, *FLOAT8)
-COMPLEX = (torch.complex32, torch.complex64, torch.complex128)
+# torch 2.14's bcomplex32 (bfloat16 parts) where torch has it.
+_BCOMPLEX32 = (torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()
+COMPLEX = (torch.complex32, torch.complex64, torch.complex128, *_BCOMPLEX32)
 _PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}
+_PART.update({dtype: torch.bfloat16 for dtype in _BCOMPLEX32})
 
 # torch's vectorised CPU loops write another NaN than its scalar conversion (which the kernel
 # follows) at positions that depend on vector widths and thread splits, for these pairs:
@@ -255,7 +258,7 @@ def _float64_bits(rng: np.random.Generator, n: int) -> np.ndarray:
 def _raw_values(dtype: torch.dtype, n: int, rng: np.random.Generator) -> torch.Tensor:
     if dtype == torch.bool:
         return torch.from_numpy(rng.integers(0, 2, n).astype(np.bool_))
-    if dtype in UNSIGNED or dtype in FLOAT8 or dtype == torch.complex32:
+    if dtype in UNSIGNED or dtype in FLOAT8 or dtype in (torch.complex32, *_BCOMPLEX32):
         raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)  # every bit pattern
         return torch.from_numpy(raw).view(dtype)
     if dtype in INTEGRAL:
@@ -296,8 +299,15 @@ def _in_range_values(
     wide[(whole < low) | (whole > high) | whole.isnan()] = 0
     values = wide.to(part)
     if dtype in COMPLEX:
-        return torch.complex(values, _raw_values(part, n, rng))
+        return _complex(values, _raw_values(part, n, rng), dtype)
     return values
+
+
+def _complex(real: torch.Tensor, imag: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The complex tensor of these parts (torch.complex takes no bfloat16 parts)."""
+    if dtype not in _BCOMPLEX32:
+        return torch.complex(real, imag)
+    return torch.stack([real, imag], dim=1).view(torch.int16).view(torch.int32).view(dtype)[:, 0]
 
 
 def make_values(

@@ -46,6 +46,7 @@ COPY_DTYPES = (
     torch.uint32,
     torch.uint64,
     torch.complex32,
+    *((torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()),  # torch 2.14
     torch.float8_e4m3fn,
     torch.float8_e4m3fnuz,
     torch.float8_e5m2,

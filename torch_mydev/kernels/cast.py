@@ -12,7 +12,9 @@ contiguous chunk (``copy.py`` gathers and scatters around them; the rules are in
   written through the signed type of their width (the same bytes), a uint64 canonical
   chunk is read as int64 where only its low bits matter (bool, integers), and complex32 and
   the float8 types (and float16/bfloat16 from uint64) are written from a float32 chunk first,
-  as their c10 constructors take a float. complex32 -> float16 moves the real part's bits.
+  as their c10 constructors take a float. complex32 -> float16 moves the real part's bits
+  (bcomplex32 -> bfloat16 likewise: the "complex32" kind is either, by its ``fmt``), and
+  bfloat16 -> bcomplex32 keeps the bits in the real part.
 
 Few numba specialisations: every loop here is one of ``_convert``'s, and a new dtype adds
 a loop signature only where its lanes need one (uint16/uint32 reads, uint64 to float, the
@@ -27,7 +29,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from .dtypes import DtypeLayout
+from .dtypes import BFLOAT16, DtypeLayout
 from .float8 import DECODE
 
 __all__ = ["Canonical", "Reader", "Writer", "converters"]
@@ -55,8 +57,10 @@ def converters(
     """The read and write steps of a ``src`` -> ``dst`` cast over chunks of ``chunk``
     elements, with their private buffers; ``vector_nan`` asks for torch's vector-loop
     bfloat16 NaN (see ``_convert``)."""
-    if src.kind == "complex32" and dst.dtype == torch.float16:
+    if src.kind == "complex32" and dst.kind == "reduced" and dst.fmt == src.fmt:
         return _raw_lanes, _real_half
+    if src.fmt == dst.fmt == BFLOAT16 and src.kind == "reduced" and dst.kind == "complex32":
+        return _raw_lane, _into_real_part
     return _reader(src, chunk, convert), _writer(dst, src, chunk, convert, vector_nan)
 
 
@@ -64,8 +68,19 @@ def _raw_lanes(lanes: np.ndarray, n: int) -> Canonical:
     return lanes, 2
 
 
+def _raw_lane(lanes: np.ndarray, n: int) -> Canonical:
+    return lanes, 1
+
+
+def _into_real_part(target: np.ndarray, canonical: Canonical, n: int) -> None:
+    """bfloat16 -> bcomplex32: ``c10::complex<BFloat16>(x)`` keeps the real part's bits."""
+    np.copyto(target[: 2 * n : 2], canonical[0][:n])
+    target[1 : 2 * n : 2] = 0
+
+
 def _real_half(target: np.ndarray, canonical: Canonical, n: int) -> None:
-    """complex32 -> float16: ``static_cast<Half>`` of the real Half keeps its bits."""
+    """complex32 -> float16 (bcomplex32 -> bfloat16): ``static_cast<Half>`` of the real
+    Half keeps its bits."""
     np.copyto(target[:n], canonical[0][: 2 * n : 2])
 
 
@@ -84,7 +99,7 @@ def _reader(layout: DtypeLayout, chunk: int, convert: ModuleType) -> Reader:
     if kind in ("reduced", "complex32"):
         parts = layout.lanes
         bits = np.empty(chunk * parts, np.uint32)
-        is_bfloat16 = layout.dtype == torch.bfloat16
+        is_bfloat16 = layout.fmt == BFLOAT16
 
         def read_reduced(lanes: np.ndarray, n: int) -> Canonical:
             convert.read_reduced(bits, lanes, is_bfloat16, n * parts)
@@ -177,10 +192,12 @@ def _through_float32(dst: DtypeLayout, chunk: int, convert: ModuleType, vector_n
     nan_bits = convert.BFLOAT16_VECTOR_NAN if vector_nan else convert.BFLOAT16_NAN
 
     if dst.kind == "complex32":
+        parts_bfloat16 = dst.fmt == BFLOAT16  # bcomplex32
+        scalar_nan = convert.BFLOAT16_NAN
 
         def write_complex32(target: np.ndarray, canonical: Canonical, n: int) -> None:
             values = as_float32(canonical, n)
-            convert.write_reduced(target, values, 1, False, nan_bits, 2 * n)
+            convert.write_reduced(target, values, 1, parts_bfloat16, scalar_nan, 2 * n)
 
         return write_complex32
 

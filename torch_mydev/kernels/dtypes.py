@@ -5,13 +5,15 @@ where numpy and numba have it (the unsigned uint16/uint32/uint64 included), uint
 (one byte, 0 or 1, as ``c10`` stores it) and the float8 types (their bit patterns), uint16
 bit patterns for float16 and bfloat16 (numba has no CPU float16, numpy no bfloat16), and two
 lanes (real, imaginary) for the complex types, as ``c10::complex`` lays them out: float32 or
-float64 lanes, and float16 bit patterns for complex32 (``c10::complex<c10::Half>``).
+float64 lanes, and float16 bit patterns for complex32 (``c10::complex<c10::Half>``), bfloat16
+ones for torch 2.14's bcomplex32 (``c10::complex<c10::BFloat16>``).
 
 Three sets, each a prefix of the one after it:
 
 - ``SUPPORTED_DTYPES``: the 12 dtypes the elementwise and reduction kernels compute in;
 - ``COPY_DTYPES``: every dtype torch CPU copies *and casts* (``copy_kernel``): the 12, the
-  unsigned uint16/32/64, complex32 and the five float8 types;
+  unsigned uint16/32/64, complex32 (and bcomplex32 where torch has it) and the five float8
+  types;
 - ``STORAGE_DTYPES``: also the dtypes CPU only moves (same-dtype ``direct_copy_kernel``:
   bits1x8, bits2x4, bits4x2, bits8, bits16 and float4_e2m1fn_x2); a cast to or from one of
   them raises ``NotImplementedError`` on CPU and on mydev.
@@ -63,7 +65,8 @@ class DtypeLayout:
     """One dtype's storage: ``lanes`` values of ``lane`` per element, ``itemsize`` bytes.
 
     ``kind`` is "bool", "int" (signed and unsigned integers), "reduced" (float16/bfloat16),
-    "float", "complex", "complex32", "float8", or "bits" (bytes torch only moves).
+    "float", "complex", "complex32" (complex of float16 or bfloat16 parts, by ``fmt``),
+    "float8", or "bits" (bytes torch only moves).
     """
 
     dtype: torch.dtype
@@ -91,7 +94,7 @@ def _layout(
 
 
 def _optional(*names: str) -> tuple[torch.dtype, ...]:
-    """The dtypes of ``names`` this torch has (all of them in 2.13 and 2.14)."""
+    """The dtypes of ``names`` this torch has."""
     return tuple(getattr(torch, name) for name in names if hasattr(torch, name))
 
 
@@ -114,6 +117,10 @@ _CASTS = (
     _layout(torch.uint32, "int", np.uint32),
     _layout(torch.uint64, "int", np.uint64),
     _layout(torch.complex32, "complex32", np.uint16, 2, fmt=HALF),
+    *(
+        _layout(dtype, "complex32", np.uint16, 2, fmt=BFLOAT16)
+        for dtype in _optional("bcomplex32")  # torch 2.14
+    ),
     _layout(torch.float8_e4m3fn, "float8", np.uint8, fmt=E4M3FN),
     _layout(torch.float8_e4m3fnuz, "float8", np.uint8, fmt=E4M3FNUZ),
     _layout(torch.float8_e5m2, "float8", np.uint8, fmt=E5M2),

@@ -52,6 +52,22 @@ _CASTABLE = frozenset(COPY_DTYPES)
 _MOVABLE = frozenset(STORAGE_DTYPES)
 # Dtypes CPU's neg_kernel negates (a negative bit to resolve): not bool, unsigned or float8.
 _NEGATABLE = frozenset(SUPPORTED_DTYPES) - {torch.bool} | {torch.complex32}
+
+
+def _cpu_conjugates(dtype: torch.dtype) -> bool:
+    """Whether CPU's conj kernel has a loop for complex ``dtype``, read from CPU once: torch
+    2.14's bcomplex32 has none ("conj_cpu" not implemented for 'BComplex32')."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # complex32/bcomplex32 are "experimental"
+        try:
+            torch.zeros(1, dtype=dtype).conj().resolve_conj()
+        except NotImplementedError:
+            return False
+    return True
+
+
+# Dtypes CPU's conj kernel conjugates (a conjugate bit to resolve into them).
+_CONJUGATABLE = frozenset(d for d in COPY_DTYPES if d.is_complex and _cpu_conjugates(d))
 _COPY_CONFIG = copy_config()
 _signature = _C._signature
 _CONJ_NEG = _C.FLAG_CONJ | _C.FLAG_NEG
@@ -399,6 +415,8 @@ def _copy_lazy_bits(self: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     neg = self.is_neg() != src.is_neg()
     if neg and self.dtype not in _NEGATABLE:  # CPU's neg_kernel has no loop for it
         raise NotImplementedError(f"\"neg_cpu\" not implemented for '{dtype_name(self.dtype)}'")
+    if conj and self.dtype not in _CONJUGATABLE:  # nor its conj_kernel (bcomplex32)
+        raise NotImplementedError(f"\"conj_cpu\" not implemented for '{dtype_name(self.dtype)}'")
     stored = _without_bits(self)
     copy_(stored, _without_bits(src))
     if conj or neg:

@@ -3,8 +3,9 @@
 The table of the dtypes torch CPU's ``copy_kernel`` copies, and the intermediate types a
 value passes through on the way (``c10/util/TypeCast.h``): a complex value loses its
 imaginary part before it becomes a real one (not a bool: both parts count), float16,
-bfloat16, complex32 and the float8 types are read as float32 (complex64) -- their C++ types
-convert only through ``float`` --, and are written from a float32 (complex64) value; a
+bfloat16, complex32 (and torch 2.14's bcomplex32) and the float8 types are read as float32
+(complex64) -- their C++ types convert only through ``float`` --, and are written from a
+float32 (complex64) value; a
 floating value becomes uint8 through int64 (c10's specialisation). ``explain`` prints the
 route as the copy's last step; the device's kernels (``torch_mydev/kernels/cast.py``) follow
 it, and the tests compare both against CPU. Dtypes in, dtypes out: nothing here touches
@@ -26,8 +27,19 @@ FLOAT8_DTYPES: tuple[torch.dtype, ...] = (
     torch.float8_e5m2fnuz,
     torch.float8_e8m0fnu,
 )
+# The complex types of float16 / bfloat16 parts (c10::complex<Half>, and from torch 2.14
+# c10::complex<BFloat16>): read as complex64, written from it.
+_REDUCED_COMPLEX = (
+    torch.complex32,
+    *((torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()),
+)
+# Pairs whose conversion keeps the source's bits: c10::complex<BFloat16> is made from a
+# BFloat16 as it is (float16 -> complex32 goes through float, which quiets a signalling NaN).
+_BITS_KEPT = frozenset(
+    (torch.bfloat16, dtype) for dtype in _REDUCED_COMPLEX if dtype.to_real() == torch.bfloat16
+)
 # Every dtype copy_kernel casts between (AT_DISPATCH over all types, the barebones unsigned,
-# complex32 and the float8 types).
+# complex32, bcomplex32 where torch has it, and the float8 types).
 CAST_DTYPES: tuple[torch.dtype, ...] = (
     torch.bool,
     torch.uint8,
@@ -44,7 +56,7 @@ CAST_DTYPES: tuple[torch.dtype, ...] = (
     torch.uint16,
     torch.uint32,
     torch.uint64,
-    torch.complex32,
+    *_REDUCED_COMPLEX,
     *FLOAT8_DTYPES,
 )
 # Dtypes direct_copy_kernel moves to their own dtype and nothing casts.
@@ -72,20 +84,20 @@ def route(src: torch.dtype, dst: torch.dtype) -> tuple[torch.dtype, ...]:
         if path[-1] != dtype:
             path.append(dtype)
 
-    if src == dst or dst == torch.bool:
+    if src == dst or dst == torch.bool or (src, dst) in _BITS_KEPT:
         to(dst)
         return tuple(path)
     if src.is_complex and not dst.is_complex:
         to(to_real(src))  # the real part
-    if path[-1] == dst:  # complex32 -> float16 keeps the real Half
+    if path[-1] == dst:  # complex32 -> float16 keeps the real Half (bcomplex32 -> bfloat16)
         return tuple(path)
     if path[-1] in _THROUGH_FLOAT:  # read as a float
         to(torch.float32)
-    elif path[-1] == torch.complex32:
+    elif path[-1] in _REDUCED_COMPLEX:
         to(torch.complex64)
     if dst in _THROUGH_FLOAT:  # written from a float
         to(torch.float32)
-    elif dst == torch.complex32:
+    elif dst in _REDUCED_COMPLEX:
         to(torch.complex64)
     elif dst == torch.uint8 and path[-1] in _FLOATING:
         to(torch.int64)
