@@ -44,9 +44,10 @@ build: $(BUILT)
 demo: $(BUILT)
 	$(PY) examples/demo.py
 
-# Not -q: pytest's header names the torch under test and the torch the stub was built for.
+# Not -q: pytest's header names the torch under test and the torch the stub was built for;
+# the slowest 15 tests are listed at the end.
 test: $(BUILT)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 lint: $(DEPS)
 	$(VENV)/bin/ruff check .
