@@ -29,7 +29,7 @@ def _numba_modules() -> list[str]:
 
 def test_every_cached_loop_is_keyed_by_the_kernels_sources():
     """Each ``@njit`` of the package is a module-level dispatcher its module's last line
-    (``key_caches(__name__)``) stamps: none is missed, and the stamp is ``stamp()``.
+    (``_seal.seal(__name__)``) stamps: none is missed, and the stamp is ``stamp()``.
     Fails loudly if numba moves ``_cache._cache_file._source_stamp``."""
     names = _numba_modules()
     assert {"_convert", "_elementwise_loops", "_strided", "_walks"} <= set(names)

@@ -5,12 +5,12 @@ that file) and loads the machine code while the stamp matches. A loop here is co
 with helpers of other modules inside it (``_strided``'s ``_pointer``, ``_walks``' inline
 steps, ``_elementwise_loops``' rows, ``dtypes``' constants), so an edit there, or a
 ``pip install`` of a new version over an old ``__pycache__``, left it running the old
-machine code. Every numba module of this package calls ``key_caches(__name__)`` as its last
-line, and ``compiler.c_entry`` calls ``key_cache`` on each C entry it makes: the stamp
-numba compares (``IndexDataCacheFile._source_stamp``) becomes ``stamp()``, the sha256 of
-every ``.py`` file of this folder and of numba's, llvmlite's and numpy's versions. Any
-change to any of them makes every cached loop stale: numba ignores the entry, compiles
-again and rewrites it. A copy or a reinstall of the same files keeps the caches.
+machine code. Every numba module of this package keys its loops by its last line
+(``_seal.seal(__name__)``), and ``compiler.c_entry`` calls ``key_cache`` on each C entry
+it makes: the stamp numba compares (``IndexDataCacheFile._source_stamp``) becomes
+``stamp()``, the sha256 of every ``.py`` file of this folder and of numba's, llvmlite's and
+numpy's versions. Any change to any of them makes every cached loop stale: numba ignores
+the entry, compiles again and rewrites it. A copy or a reinstall of the same files keeps the caches.
 
 Every process computes the stamp from the files it imports, so the compiler's child
 process (``kernels/compiler.py``) writes entries its parent can load.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ import llvmlite
 import numba
 import numpy as np
 from numba.core.caching import NullCache
-from numba.core.dispatcher import Dispatcher
 
 _FOLDER = Path(__file__).parent
 
@@ -62,11 +60,3 @@ def key_cache(function: Any) -> None:
     cache = function._cache
     if not isinstance(cache, NullCache):
         cache._cache_file._source_stamp = stamp()
-
-
-def key_caches(module_name: str) -> None:
-    """Key the cache of every dispatcher defined in the module ``module_name`` by ``stamp()``
-    (its last line calls this with ``__name__``)."""
-    for value in list(vars(sys.modules[module_name]).values()):
-        if isinstance(value, Dispatcher) and value.py_func.__module__ == module_name:
-            key_cache(value)

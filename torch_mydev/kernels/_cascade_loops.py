@@ -25,13 +25,13 @@ import numpy as np
 from numba import njit, types, uint64
 from numba.extending import overload
 
-from ._cache_key import key_caches
 from ._elementwise_loops import (
     bfloat16_to_float,
     float_to_bfloat16,
     float_to_half,
     half_to_float,
 )
+from ._seal import seal
 from ._strided import _pointer
 from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
 from .dtypes import HALF
@@ -365,4 +365,4 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
         _walk_outputs(out, shape, ostrides, fmt, divisor, False)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -74,7 +74,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._cache_key import key_caches
+from ._seal import seal
 
 INT64_MIN = -(1 << 63)
 INT32_MIN = -(1 << 31)
@@ -365,4 +365,4 @@ def write_float8(dst: np.ndarray, values: np.ndarray, fmt: int, n: int) -> None:
         dst[i] = float32_to_float8_bits(values[i], fmt)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 from numba import njit, prange, uint64
 
-from ._cache_key import key_caches
+from ._seal import seal
 from ._strided import _pointer
 
 
@@ -252,4 +252,4 @@ def copy_planes_at(
     copy_planes(dst, 0, dst_strides, src, 0, src_strides, shape, width, block, b_begin, b_end)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

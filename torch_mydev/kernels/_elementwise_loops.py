@@ -28,7 +28,7 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._cache_key import key_caches
+from ._seal import seal
 from ._strided import _pointer
 from .dtypes import BFLOAT16, BOOL, HALF, PLAIN  # what a uint8 / uint16 lane holds
 
@@ -742,4 +742,4 @@ def unary_at(out_address, a_address, lane, meta, strides, shape):
     return unary_kernel(meta[2], out, a, base, strides, shape, meta[3])
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -27,7 +27,6 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._cache_key import key_caches
 from ._elementwise_loops import (
     _binary_row,
     _compare_row,
@@ -35,6 +34,7 @@ from ._elementwise_loops import (
     _next_row,
     _unary_row,
 )
+from ._seal import seal
 from ._strided import _pointer
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -387,4 +387,4 @@ def fill_parallel(out, value, base, strides, shape, slices):
     return 0
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, uint64
 
-from ._cache_key import key_caches
+from ._seal import seal
 from ._strided import _pointer
 from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
 
@@ -140,4 +140,4 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
         next_loop(idx, shape)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

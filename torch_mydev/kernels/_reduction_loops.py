@@ -25,13 +25,13 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from ._cache_key import key_caches
 from ._elementwise_loops import (
     bfloat16_to_float,
     float_to_bfloat16,
     float_to_half,
     half_to_float,
 )
+from ._seal import seal
 from ._strided import _pointer
 from .dtypes import BOOL, HALF
 
@@ -476,4 +476,4 @@ def _store(out, i, acc, fmt, op, div):
     put(out, i, acc, fmt, op, div)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -14,10 +14,10 @@ import functools
 import numba
 import numpy as np
 
-from ._cache_key import key_caches
 from ._copy_planes import copy_planes_at
 from ._replay_abi import JIT, c_entry
 from ._replay_abi import pointer_of as _pointer_of
+from ._seal import seal
 from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
 
 
@@ -80,4 +80,4 @@ def strided_entry(loop: str, unit_t: type) -> int:
     return c_entry(body, strided_entry, (loop, unit_t))
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -35,7 +35,7 @@ from numba import njit, prange, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._cache_key import key_caches
+from ._seal import seal
 
 
 def numba_threads() -> int:
@@ -300,4 +300,4 @@ def move_bytes_at(dst_address: int, src_address: int, nbytes: int) -> None:
     _raw_memmove(dst_address, src_address, nbytes)
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ._cache_key import key_caches
+from ._seal import seal
 
 _INLINE = {"cache": True, "nogil": True, "error_model": "numpy", "inline": "always"}
 
@@ -74,4 +74,4 @@ def first_two(shape, ostrides, istrides):
     return shape[0], ostrides[0], istrides[0], 1, 0, 0
 
 
-key_caches(__name__)  # keep last: keys the cache of every loop above (_cache_key)
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above
