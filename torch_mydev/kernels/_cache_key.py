@@ -28,6 +28,8 @@ import numba
 import numpy as np
 from numba.core.caching import NullCache
 
+from ._cache_lock import lock_cache_file
+
 _FOLDER = Path(__file__).parent
 
 
@@ -50,7 +52,8 @@ def stamp() -> str:
 
 
 def key_cache(function: Any) -> None:
-    """Key the on-disk cache of one numba dispatcher or ``CFunc`` by ``stamp()``.
+    """Key the on-disk cache of one numba dispatcher or ``CFunc`` by ``stamp()``, its saves
+    and loads whole among processes (``_cache_lock``).
 
     A function without a cache (``cache=False``, caching unavailable) is left alone. The
     attributes are numba 0.68's (``_cache``, ``FunctionCache._cache_file``,
@@ -60,3 +63,4 @@ def key_cache(function: Any) -> None:
     cache = function._cache
     if not isinstance(cache, NullCache):
         cache._cache_file._source_stamp = stamp()
+        lock_cache_file(cache._cache_file)
