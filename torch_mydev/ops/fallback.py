@@ -46,6 +46,7 @@ from torch_mydev.ops import fallback_fast as ff
 from torch_mydev.ops import fallback_random as fr
 from torch_mydev.ops import fallback_schema as fs
 from torch_mydev.ops import fallback_sdpa
+from torch_mydev.ops import fallback_structured as fst
 from torch_mydev.ops.fallback_schema import op_name, returns_view
 
 __all__ = [
@@ -337,6 +338,7 @@ EXPLICIT: dict[str, Callable] = {
 
 _libraries: list[torch.library.Library] = []
 CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
+STRUCTURED_OPS: list[torch._ops.OpOverload] = []  # ``fallback_structured``
 
 # Structured ops whose meta function resizes the output after building it (Loss.cpp:
 # ``build_borrowing_binary_op`` then ``maybe_get_output().resize_({})`` for a reduction).
@@ -462,8 +464,9 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
 
 
 def register() -> None:
-    """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops`` and
-    the attention kernels of ``fallback_sdpa`` for PrivateUse1 (once)."""
+    """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops``, the
+    structured functional ops (``fallback_structured``) and the attention kernels of
+    ``fallback_sdpa`` for PrivateUse1 (once)."""
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
@@ -477,5 +480,13 @@ def register() -> None:
     )
     for op in CPU_KERNEL_OPS:
         explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
+    # structured functional ops: CPU's layout for non-dense inputs (fallback_structured)
+    STRUCTURED_OPS[:] = fst.structured_functional_ops(
+        _structured, {op_name(op) for op in CPU_KERNEL_OPS}
+    )
+    for op in STRUCTURED_OPS:
+        explicit.impl(
+            op_name(op).removeprefix("aten::"), fst.kernel_for(op, run_on_cpu), "PrivateUse1"
+        )
     fallback_sdpa.register(explicit)
     _libraries.extend((boxed, explicit))
