@@ -35,8 +35,8 @@ def test_mydev_agrees_with_cpu():
     assert checked >= 10_000, checked
 
 
-# The two mydev divergences the default run finds (docs/conformance.md, "mydev"): kept as
-# strict xfails, so a fix shows up here and the docs are updated with it.
+# The two mydev divergences the kit's first default run found (docs/conformance.md,
+# "mydev"), fixed since; the kit's own reproducers.
 
 
 def test_exp_of_an_integer_tensor_has_cpus_strides():
@@ -51,9 +51,9 @@ def test_exp_of_an_integer_tensor_has_cpus_strides():
     assert exp_strides("mydev") == exp_strides("cpu") == (9, 9, 3, 1, 1)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/conformance.md: mydev's amin error order")
 def test_amin_of_an_empty_tensor_raises_cpus_error_first():
-    """CPU checks the empty dim (IndexError) before the repeated one (RuntimeError)."""
+    """CPU checks the empty dim (IndexError) before the repeated one (RuntimeError), for
+    every dtype; mydev did for its native dtypes only (ops/reduction.py)."""
     for device in ("cpu", "mydev"):
         x = torch.empty(0, 4, 1, dtype=torch.complex128, device=device)
         with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):

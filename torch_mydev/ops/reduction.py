@@ -155,8 +155,9 @@ def _extreme(
             f"{scalar_type_name(self.dtype)} for input's dtype and "
             f"{scalar_type_name(out.dtype)} for out's dtype."
         )
-    if self.dtype in _NATIVE:  # complex: CPU's kernel raises its own error first
-        amax_checks(name, tuple(self.shape), dim)
+    # every dtype: amax's meta (zero_numel_check_dims) runs before any kernel, so an empty
+    # dim raises CPU's IndexError before _reduce's dim_mask sees a repeated one
+    amax_checks(name, tuple(self.shape), dim)
     packet = getattr(torch.ops.aten, name)
     overload = packet.default if out is None else packet.out
     call = (overload, (self, dim, keepdim), _out(out))

@@ -30,6 +30,7 @@ import torch
 from torch_mydev_rules import layout
 
 from .coalesce import coalesce_dimensions
+from .promotion import dtype_name
 from .strides import broadcast_stride_bytes, permute
 
 __all__ = [
@@ -144,13 +145,9 @@ def check_mean_result(dtype: torch.dtype) -> None:
 
 
 def scalar_type_name(dtype: torch.dtype) -> str:
-    """The name ATen's messages give a dtype (``toString(ScalarType)``: ``Float``, ``Long``)."""
-    names = {
-        torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short",
-        torch.int32: "Int", torch.int64: "Long", torch.float16: "Half",
-        torch.bfloat16: "BFloat16", torch.float32: "Float", torch.float64: "Double",
-    }  # fmt: skip
-    return names.get(dtype, str(dtype).removeprefix("torch."))
+    """The name ATen's messages give a dtype (``toString(ScalarType)``: ``Float``, ``Long``,
+    ``ComplexFloat``, ``UInt16``): ``promotion.dtype_name``, c10's whole table."""
+    return dtype_name(dtype)
 
 
 def amax_checks(name: str, sizes: Sequence[int], dims: int | Sequence[int] | None) -> None:
