@@ -255,9 +255,7 @@ MISSION_OPS: tuple[Op, ...] = (
     Op("add_", "elementwise", COMPUTE_DTYPES, _draw_add_inplace, "TensorIteratorBase::build"),
     Op("add_out", "elementwise", COMPUTE_DTYPES, _draw_add_out, "TensorIteratorBase::build"),
     _unary("neg", torch.neg),
-    # abs of a complex tensor is real (ATen's unary_op_impl_with_complex_to_float), which
-    # explain() does not model: its "unary" family keeps the dtype (docs/conformance.md).
-    _unary("abs", torch.abs, dtypes=tuple(d for d in COMPUTE_DTYPES if not d.is_complex)),
+    _unary("abs", torch.abs),  # complex -> real: explain's unary_op_impl_with_complex_to_float
     _unary("relu", torch.relu),
     _unary("sqrt", torch.sqrt, values="close"),
     _unary("exp", torch.exp, values="close"),

@@ -24,6 +24,7 @@ from .families import FAMILIES, iterator_config
 from .numbers import number_dtype
 from .operands import OperandSpec, copy_config
 from .plan import Plan, build
+from .promotion import can_cast, dtype_name, to_real
 from .reference.opinferrer import dipu_output_strides
 
 __all__ = ["Report", "explain"]
@@ -171,6 +172,11 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
     if unknown:
         raise TypeError(f"explain({name}) got unexpected keyword arguments {sorted(unknown)}")
     out = args[0] if inplace else kwargs.get("out")
+    if name == "abs" and args and isinstance(args[0], torch.Tensor) and args[0].is_complex():
+        if inplace:
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+        if out is None or not out.is_complex():
+            return _explain_abs_complex_to_real(args[0], out)
     config = iterator_config(
         name,
         rounding_mode=kwargs.get("rounding_mode"),
@@ -193,6 +199,44 @@ def _explain_elementwise(op: Callable[..., Any], args: tuple, kwargs: dict[str, 
         layouts = [(spec.sizes, spec.strides) for spec in inputs]
         report = replace(report, dipu_strides=dipu_output_strides(layouts))
     return report
+
+
+def _explain_abs_complex_to_real(self: torch.Tensor, out: torch.Tensor | None) -> Report:
+    """``abs`` of a complex tensor into a real result (``unary_op_impl_with_complex_to_float``
+    and its ``_out``, ``UnaryOps.cpp``): the functional form allocates ``empty_like(self,
+    real dtype)`` (preserve_format); an ``out=`` must hold the real dtype (``canCast``). Either
+    way abs runs complex -> complex on a new tensor laid out by ``unary_op_config``'s build,
+    the result is ``resize_output`` to its sizes (a real result of another shape becomes
+    contiguous) and gets its real part (``copy_``)."""
+    real = to_real(self.dtype)
+    first = (
+        "complex_to_float",
+        f"abs of {describe.dtype(self.dtype)} is {describe.dtype(real)} "
+        "(unary_op_impl_with_complex_to_float)",
+    )
+    if out is None:
+        strides, why = _empty_like_strides(self, layout.MemoryFormat.PRESERVE)
+        before = (first, ("empty_like", f"dtype {describe.dtype(real)}, {why}"))
+        dtype, after = real, "result keeps its sizes and strides"
+    else:
+        if not can_cast(real, out.dtype):
+            raise RuntimeError(
+                f"result type {dtype_name(real)} can't be cast to the desired output type "
+                f"{dtype_name(out.dtype)}"
+            )
+        before = (first,)
+        dtype, strides = out.dtype, tuple(out.stride())
+        after = "out keeps its sizes and strides"
+        if tuple(out.shape) != tuple(self.shape):
+            strides = tuple(layout.contiguous_strides(tuple(self.shape)))
+            after = f"out resized: contiguous {describe.strides(strides)}"
+    plan = build([OperandSpec.output(), _spec(self)], iterator_config("abs"))
+    steps = (
+        ("resize_output", after),
+        ("copy_", f"the complex result's real part into the {describe.dtype(dtype)} result"),
+    )
+    report = _report("abs", plan, before, steps)
+    return replace(report, output_strides=strides, dtype=dtype)
 
 
 def _report(
