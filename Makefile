@@ -45,9 +45,10 @@ demo: $(BUILT)
 	$(PY) examples/demo.py
 
 # Not -q: pytest's header names the torch under test and the torch the stub was built for;
-# the slowest 15 tests are listed at the end.
+# the slowest 15 tests are listed at the end. One worker per core (pytest-xdist), a test
+# file to a worker: most of a cold run is numba compiling, one core a worker.
 test: $(BUILT)
-	$(PY) -m pytest --durations=15
+	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 lint: $(DEPS)
 	$(VENV)/bin/ruff check .
