@@ -3,6 +3,7 @@ memory check, where small-op time goes, the machine; and writes them into the do
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import subprocess
@@ -84,6 +85,7 @@ def targets(results: Results, mode: Mode) -> list[tuple[str, str, str]]:
     )
     out.extend(_issue_14(results))
     out.extend(_first_use(results))
+    out.extend(_issue_24(results))
     equal = all(peak == nbytes for _, nbytes, peak in results.memory) if results.memory else None
     out.append(
         ("clone peak extra memory = output bytes", f"{len(results.memory)} cases", verdict(equal))
@@ -164,6 +166,46 @@ def _first_use(results: Results) -> list[tuple[str, str, str]]:
             "not measured" if not steps else ("met" if max(steps) <= 1.5 else "missed"),
         ),
     ]
+
+
+def _issue_24(results: Results) -> list[tuple[str, str, str]]:
+    """Issue 24's real-model steps, mydev / torch CPU: the geometric mean of a set within
+    1.2x and no row above 1.6x. The tiny set: the examples' train steps
+    (``cases_models.py``) and the test models' ``tiny`` rows; the larger set: the
+    ``larger`` rows (``cases_real_models.py``)."""
+    sets = {
+        "tiny": [
+            r
+            for r in results.rows
+            if r.case.startswith("train step: examples/")
+            or (r.case.startswith("real model step: ") and r.size.startswith("tiny"))
+        ],
+        "larger": [
+            r
+            for r in results.rows
+            if r.case.startswith("real model step: ") and r.size.startswith("larger")
+        ],
+    }
+    out = []
+    for name, rows in sets.items():
+        ratios = [r.ratio for r in rows if r.ratio is not None]
+        text = f"real model steps, {name}: geomean <= 1.2x, none above 1.6x"
+        if not ratios:
+            out.append((text, "-", "not measured"))
+            continue
+        geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        worst = max((r for r in rows if r.ratio is not None), key=lambda r: r.ratio)
+        label = worst.case.removeprefix("real model step: ").removeprefix("train step: ")
+        measured = (
+            f"geomean {fmt_ratio(geomean)} of {len(ratios)}/{len(rows)} rows; "
+            f"worst {fmt_ratio(worst.ratio)} ({label})"
+        )
+        if geomean > 1.2 or worst.ratio > 1.6:
+            verdict = "missed"
+        else:
+            verdict = "met" if len(ratios) == len(rows) else "met by the rows measured"
+        out.append((text, measured, verdict))
+    return out
 
 
 def machine(load_before: tuple[float, ...], load_after: tuple[float, ...]) -> list[str]:

@@ -31,6 +31,7 @@ import cases_models
 import cases_ops
 import cases_planes
 import cases_process
+import cases_real_models
 import cases_reduction
 import cases_relu
 from harness import MODES, Results
@@ -49,6 +50,7 @@ BENCHES = (
     cases_relu.bench_relu,
     cases_reduction.bench_reductions,
     cases_models.bench_train_steps,
+    cases_real_models.bench_real_models,
     cases_copy.bench_clone_memory,
     cases_copy.bench_floors,
     cases_copy.bench_thp_reference,
