@@ -3,22 +3,15 @@
 Truth: the script's own output -- every case row, the targets and the clone memory check.
 """
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.subprocess_run import run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_bench_smoke_prints_the_tables():
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(script=ROOT / "benchmarks" / "run.py", args=["--smoke"], timeout=120)
     text = done.stdout
     assert "| case | size | mydev | reference |" in text
     for case in (

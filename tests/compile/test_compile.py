@@ -9,12 +9,10 @@ docs/compile.md (``sort``).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import torch
 
 import torch_mydev
+from tests.support.subprocess_run import run_python
 
 
 def compile_both(fn, *cpu_args, device="mydev", **options):
@@ -170,7 +168,7 @@ def test_import_does_not_load_dynamo_or_inductor():
         "import sys, torch, torch_mydev; "
         "print(sorted(m for m in ('torch._dynamo', 'torch._inductor') if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = run_python(code)
     assert done.stdout.strip() == "[]"
 
 

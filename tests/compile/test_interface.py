@@ -6,26 +6,10 @@ properties (``torch.cuda.get_device_properties``); mydev's must too, while ``imp
 still loads neither dynamo nor inductor.
 """
 
-import os
-import subprocess
-import sys
-
 import torch
 
+from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev.compile.interface import MydevInterface
-
-
-def _run(code, **env):
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip()
-
 
 _BEFORE_ANY_COMPILE = (
     "import sys, torch\n"
@@ -38,7 +22,8 @@ _BEFORE_ANY_COMPILE = (
 
 
 def test_interface_answers_before_any_compile():
-    assert _run(_BEFORE_ANY_COMPILE) == "[] MydevInterface True True False True"
+    out = run_python(_BEFORE_ANY_COMPILE).stdout.strip()
+    assert out == "[] MydevInterface True True False True"
 
 
 def test_interface_registers_when_dynamo_was_loaded_first():
@@ -46,7 +31,7 @@ def test_interface_registers_when_dynamo_was_loaded_first():
         "import torch, torch._dynamo.device_interface as d, torch_mydev\n"
         "print(d.get_interface_for_device('mydev').__name__)"
     )
-    assert _run(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0") == "MydevInterface"
+    assert run_python(code, env={AUTOLOAD: "0"}).stdout.strip() == "MydevInterface"
 
 
 def test_interface_reports_mydev_properties_and_devices():

@@ -8,7 +8,7 @@ Truth: the same function compiled for CPU (whose graph calls CPU's flash ops).
 import torch
 
 import torch_mydev
-from tests.ops.helpers import same_bits
+from tests.support.tensors import same_bits
 
 
 def test_compiled_sdpa_forward_and_backward_equal_compiled_cpu():

@@ -7,12 +7,10 @@ device result must show up as a divergence.
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 
 import torch
 
+from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev_rules import layout
 from torch_mydev_rules.conformance import __main__ as cli
 from torch_mydev_rules.conformance import run, select
@@ -98,10 +96,7 @@ def test_the_kit_runs_without_the_device_package():
         "status = main(['--device', 'cpu', '--ops', 'as_strided', 'add', '--rounds', '3']); "
         "print(status, sorted(m for m in sys.modules if m.startswith('torch_mydev')))"
     )
-    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    ).stdout
+    out = run_python(code, env={AUTOLOAD: "0"}).stdout
     status, loaded = out.strip().splitlines()[-1].split(" ", 1)
     assert status == "0", out
     loaded = eval(loaded)

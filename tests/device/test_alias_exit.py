@@ -10,11 +10,11 @@ main thread keeps the GIL, from an atexit handler.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from tests.support.subprocess_run import run_python
 
 HOLD = """
 import torch
@@ -60,11 +60,5 @@ atexit.register(torch_mydev._C._drop_held_alias_now)
     "program", [AFTER_THE_GUARD, BEFORE_THE_GUARD], ids=["after_guard", "before_guard"]
 )
 def test_alias_dropped_on_a_native_thread_while_python_exits(program):
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(program) + "print('ran')"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    done = run_python(textwrap.dedent(program) + "print('ran')", timeout=120)
     assert done.stdout.strip() == "ran"

@@ -4,14 +4,11 @@ torch turns an exception from a ``torch.backends`` entry point into a failure of
 ``import torch`` itself. Each case runs in a fresh interpreter, where torch's autoload runs.
 """
 
-import os
-import subprocess
-import sys
-
-_ENV = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-
 # A finder that makes one of the package's own modules fail to import, as a module written
 # for another torch would: the package gets half way, then raises.
+
+from tests.support.subprocess_run import AUTOLOAD, run_python
+
 _BREAK_REGISTRY = """
 import sys
 class Breaker:
@@ -20,17 +17,6 @@ class Breaker:
             raise ImportError("simulated: aten::cholesky is not an operator")
 sys.meta_path.insert(0, Breaker())
 """
-
-
-def _run(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-W", "default", "-c", code],
-        capture_output=True,
-        text=True,
-        env=env or _ENV,
-        check=False,
-        timeout=120,
-    )
 
 
 def test_import_torch_survives_a_failing_plugin_and_warns_once():
@@ -44,8 +30,7 @@ def test_import_torch_survives_a_failing_plugin_and_warns_once():
         "assert names.count('MydevLoadWarning') == 1, names\n"
         "print(next(str(w.message) for w in seen if 'mydev' in str(w.message)))\n"
     )
-    out = _run(code)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(code, flags=("-W", "default"), env={AUTOLOAD: None}, timeout=120)
     assert "torch_mydev was not loaded" in out.stdout
     assert "simulated: aten::cholesky is not an operator" in out.stdout
     assert "Supported torch releases: 2.13, 2.14" in out.stdout
@@ -61,8 +46,7 @@ def test_import_torch_mydev_then_raises_the_real_error():
         "else:\n"
         "    raise SystemExit('imported')\n"
     )
-    out = _run(code)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(code, flags=("-W", "default"), env={AUTOLOAD: None}, timeout=120)
     assert "raised: simulated: aten::cholesky is not an operator" in out.stdout
 
 
@@ -75,6 +59,5 @@ def test_an_unsupported_torch_release_is_named():
         "except ImportError as error:\n"
         "    print('raised:', error)\n"
     )
-    out = _run(code, env={**_ENV, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(code, flags=("-W", "default"), env={AUTOLOAD: "0"}, timeout=120)
     assert "raised: torch_mydev supports torch 2.13, 2.14, not 2.99.0" in out.stdout

@@ -1,11 +1,12 @@
 """The torch.mydev module, the renamed device, generated methods, autoload and bad input."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+
+from tests.support.raises import raises_like_cpu
+from tests.support.subprocess_run import AUTOLOAD, run_python
 
 
 def test_module_functions():
@@ -54,22 +55,8 @@ def test_autoload_in_any_import_order(imports):
     """`import torch` alone loads the device through the torch.backends entry point, and
     importing the package first (torch's autoload then meets it half imported) works too."""
     code = f"{imports}; import torch; t = torch.empty(3, device='mydev'); print(t.device)"
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_python(code, env={AUTOLOAD: None})
     assert out.stdout.split() == ["mydev:0"]
-
-
-def _raises_like_cpu(fn):
-    """Run `fn(device)` on CPU and on mydev; both must raise the same exception type."""
-    with pytest.raises(Exception) as cpu:
-        fn("cpu")
-    with pytest.raises(Exception) as dev:
-        fn("mydev")
-    assert type(dev.value) is type(cpu.value), (cpu.value, dev.value)
-    return dev.value
 
 
 @pytest.mark.parametrize(
@@ -86,7 +73,7 @@ def _raises_like_cpu(fn):
     ],
 )
 def test_bad_sizes_raise_like_cpu(make):
-    assert isinstance(_raises_like_cpu(make), RuntimeError)
+    assert isinstance(raises_like_cpu(lambda: make("cpu"), lambda: make("mydev")), RuntimeError)
 
 
 def test_device_ordinal_past_the_count_raises():
@@ -130,9 +117,5 @@ def test_loading_numba_leaves_the_garbage_collector_as_it_was(enabled):
         + "x = torch.randn(8, 8).to('mydev') * 2; "  # arithmetic needs a numba loop
         + "import sys; print(gc.isenabled(), 'numba' in sys.modules)"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_python(code, env={AUTOLOAD: None})
     assert out.stdout.split() == [str(enabled), "True"]

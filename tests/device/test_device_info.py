@@ -3,10 +3,11 @@
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
+
+from tests.support.subprocess_run import run_python
 
 TWO = pytest.mark.skipif(torch.mydev.device_count() < 2, reason="needs two mydev devices")
 
@@ -64,11 +65,10 @@ def test_initialized_after_first_use_in_fresh_process():
         "import torch; m = torch.mydev; a = (m._initialized, m.is_initialized());"
         "torch.ones(1).to('mydev'); b = m._initialized; print(a, b)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_python(code)
     assert out.stdout.strip() == "(False, False) True"
     code = "import torch; torch.mydev.init(); print(torch.mydev.is_initialized())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    out = run_python(code)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
 
 

@@ -3,7 +3,6 @@ thread, tensors keep their index through kernels, the fallback and copies, each 
 its own statistics and generator, and mixing devices raises CUDA's error."""
 
 import gc
-import os
 import subprocess
 import sys
 import threading
@@ -12,9 +11,10 @@ import warnings
 import pytest
 import torch
 
+from tests.support.subprocess_run import AUTOLOAD, environment, run_python
 from torch_mydev import _C
 
-_ENV = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
+_ENV = environment({AUTOLOAD: None})  # torch's own autoload loads the device
 
 
 @pytest.fixture(autouse=True)
@@ -33,23 +33,12 @@ def device_one_returns_to_baseline():
     assert torch.mydev.memory_allocated(1) <= before, "mydev:1 memory leaked"
 
 
-def _run(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**_ENV, **env},
-        check=False,
-    )
-
-
 def test_device_count_comes_from_the_environment():
-    out = _run(
+    out = run_python(
         "import torch; t = torch.empty(1, device='mydev:3'); "
         "print(torch.mydev.device_count(), torch.accelerator.device_count(), t.device)",
-        TORCH_MYDEV_DEVICE_COUNT="4",
+        env={AUTOLOAD: None, "TORCH_MYDEV_DEVICE_COUNT": "4"},
     )
-    assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["4", "4", "mydev:3"]
 
 

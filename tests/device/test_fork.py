@@ -12,11 +12,11 @@ child can hang: docs, design.md). A child's result is read whole before ``waitpi
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+
+from tests.support.subprocess_run import run_python
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -121,10 +121,7 @@ print(json.dumps([first, parent, second]))
 
 
 def test_child_of_a_parent_that_never_initialised_may_use_mydev():
-    done = subprocess.run(
-        [sys.executable, "-c", _FRESH_PARENT], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(_FRESH_PARENT)
     first, parent, second = json.loads(done.stdout.strip().splitlines()[-1])
     assert first == ["ok", [False, False], "mydev:1", True]
     assert parent == [False, False]  # the child's use did not initialise the parent
@@ -141,6 +138,5 @@ def test_lazy_init_is_what_factories_call():
         "m._lazy_init = spy; torch.empty(1, device='mydev'); torch.empty(1, device='mydev');"
         "print(a, m._initialized, m.is_initialized(), len(calls))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(code)
     assert done.stdout.strip() == "(False, False) True True 1"

@@ -2,12 +2,10 @@
 profiler (``torch.autograd.profiler.profile(use_device="mydev")``) quiet and its times sane,
 and ``torch.profiler.profile`` with the PrivateUse1 activity works."""
 
-import os
-import subprocess
-import sys
-
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from tests.support.subprocess_run import AUTOLOAD, run_python
 
 WARNING = "used in profiler but not enabled"
 
@@ -66,11 +64,7 @@ def test_torch_default_stubs_still_warn():
         "with torch.autograd.profiler.profile(use_device='nostub') as p:\n"
         "    torch.ones(2) + 1\n"
     )
-    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_python(code, env={AUTOLOAD: "0"})
     assert WARNING in out.stderr
 
 

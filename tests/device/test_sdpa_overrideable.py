@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.attention import SDPBackend
 
 import torch_mydev
-from tests.ops.helpers import same_bits, same_layout
+from tests.support.tensors import same_bits, same_layout
 
 sdpa = torch.nn.functional.scaled_dot_product_attention
 overrideable = torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default

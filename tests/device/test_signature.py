@@ -11,7 +11,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.layout.strategies import DEVICE_DTYPES, storage_elements, views
+from tests.layout.strategies import storage_elements, views
+from tests.support.dtypes import DEVICE_DTYPES
 from torch_mydev import _C
 
 

@@ -7,9 +7,7 @@ and a missing or foreign stub is an ImportError naming what to rebuild, never a 
 ``import torch``. No test here loads another torch's stub: that can abort the process.
 """
 
-import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +15,7 @@ import torch
 
 import torch_mydev
 import torch_mydev_autoload
+from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev import _stub
 
 
@@ -71,7 +70,6 @@ sys.meta_path.insert(0, Hide())
 
 
 def test_a_missing_stub_warns_at_import_torch_and_raises_at_import_torch_mydev():
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
     code = _HIDE_STUB + (
         "import warnings\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
@@ -83,10 +81,7 @@ def test_a_missing_stub_warns_at_import_torch_and_raises_at_import_torch_mydev()
         "except ImportError as error:\n"
         "    print('raised:', error)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(code, env={AUTOLOAD: None}, timeout=120)
     release = torch.__version__.split("+")[0]
     built = f"for torch {torch.__version__} is not built; build it in this environment: "
     rebuild = f"`make build TORCH={release}`"

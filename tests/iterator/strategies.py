@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from tests.layout.strategies import DEVICE_DTYPES
+from tests.support.dtypes import DEVICE_DTYPES
 
 # dtypes CPU kernels support for add/mul/div/eq (complex32 and the barebones unsigned
 # types have almost no CPU kernels).

@@ -15,11 +15,11 @@ import warnings
 
 import torch
 
+from tests.support.dtypes import EVERY_DTYPE
 from torch_mydev_rules.iterator import explain
 from torch_mydev_rules.iterator.casts import CAST_DTYPES, MOVE_ONLY_DTYPES, conversion, route
 from torch_mydev_rules.iterator.promotion import dtype_name
 
-ALL_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 QUANTIZED = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
@@ -36,7 +36,7 @@ def _works(fn) -> bool:
 def test_the_dtype_tables_are_what_cpu_copies() -> None:
     """CAST_DTYPES: CPU casts them to float32 and back; MOVE_ONLY_DTYPES: CPU clones them
     (a transposed copy too) but casts neither way; every other dtype CPU does not copy."""
-    for dtype in ALL_DTYPES:
+    for dtype in EVERY_DTYPE:
         if dtype in QUANTIZED:
             continue
         x = torch.zeros(2, 2 * dtype.itemsize, dtype=torch.uint8).view(dtype)
@@ -134,7 +134,7 @@ def test_explain_ends_copies_with_the_conversion() -> None:
 def test_dtype_names_are_the_ones_cpu_errors_print() -> None:
     """``dtype_name`` of every dtype whose name a CPU error prints (neg, fill_, clone)."""
     seen = 0
-    for dtype in ALL_DTYPES:
+    for dtype in EVERY_DTYPE:
         if dtype in QUANTIZED:
             continue
         x = torch.zeros(2 * dtype.itemsize, dtype=torch.uint8).view(dtype)

@@ -10,6 +10,7 @@ import itertools
 import pytest
 import torch
 
+from tests.support.dtypes import EVERY_DTYPE
 from torch_mydev_rules.iterator.promotion import (
     OperandDtype,
     can_cast,
@@ -18,7 +19,6 @@ from torch_mydev_rules.iterator.promotion import (
     result_type,
 )
 
-ALL_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 LATTICE = (
     torch.bool,
     torch.uint8,
@@ -56,7 +56,7 @@ def test_promote_types_every_pair_matches_torch():
     """Truth: torch.promote_types over every pair of torch dtypes (errors included)."""
     mismatches = [
         (a, b, _ours_promote(a, b), _torch_promote(a, b))
-        for a, b in itertools.product(ALL_DTYPES, ALL_DTYPES)
+        for a, b in itertools.product(EVERY_DTYPE, EVERY_DTYPE)
         if _ours_promote(a, b) != _torch_promote(a, b)
     ]
     assert mismatches == []

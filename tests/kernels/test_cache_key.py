@@ -9,14 +9,13 @@ loaded) in fresh processes running a copy of the package with an empty cache.
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from numba.core.caching import IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 import torch_mydev
+from tests.support.subprocess_run import run_python
 from torch_mydev.kernels import _cache_key, load_numba_modules
 
 _KERNELS = Path(_cache_key.__file__).parent
@@ -92,21 +91,12 @@ _LOG = re.compile(r"^\[cache\] data (saved to|loaded from) '(.*)'$", re.MULTILIN
 def _run(package: Path, cache: Path) -> tuple[set[str], set[str]]:
     """Run ``_NEG`` on the copy ``package``: the entries it saved (compiled) and loaded."""
     env = {
-        **os.environ,
         "PYTHONPATH": str(package),
         "NUMBA_CACHE_DIR": str(cache),
         "NUMBA_DEBUG_CACHE": "1",
         "TORCH_MYDEV_COMPILE": "sync",
     }
-    out = subprocess.run(  # run from the copy's folder: "" heads sys.path
-        [sys.executable, "-c", _NEG],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=package,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
+    out = run_python(_NEG, env=env, cwd=package, timeout=600)  # "" (the copy) heads sys.path
     assert f"package {package / 'torch_mydev' / '__init__.py'}\n" in out.stdout, out.stdout
     log: dict[str, set[str]] = {"saved to": set(), "loaded from": set()}
     for verb, path in _LOG.findall(out.stdout):

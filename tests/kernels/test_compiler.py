@@ -13,6 +13,8 @@ import tempfile
 
 import pytest
 
+from tests.support.subprocess_run import run_python
+
 _PRELUDE = """
 import torch
 from torch_mydev.kernels import compiler
@@ -96,17 +98,9 @@ print("served", served, "queued", stats["queued"])
 
 
 def _run(script: str, cache: str) -> str:
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
-    out = subprocess.run(
-        [sys.executable, "-c", _PRELUDE + script],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    return out.stdout
+    """``script`` after ``_PRELUDE``, in background mode with its own numba cache."""
+    env = {"NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+    return run_python(_PRELUDE + script, env=env, timeout=600).stdout
 
 
 def test_first_calls_never_compile_in_the_caller_and_equal_cpu():
@@ -149,8 +143,7 @@ def test_the_compiled_loop_takes_over_once_the_child_is_done():
 @pytest.mark.parametrize("mode", ["sync", "background"])
 def test_mode_is_read_from_the_environment(mode):
     code = "from torch_mydev.kernels import compiler; print(compiler.mode)"
-    env = {**os.environ, "TORCH_MYDEV_COMPILE": mode}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    out = run_python(code, env={"TORCH_MYDEV_COMPILE": mode})
     assert out.stdout.strip() == mode, out.stderr[-2000:]
 
 

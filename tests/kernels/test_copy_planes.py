@@ -8,9 +8,6 @@ does not divide (which torch cannot express) a byte-by-byte Python loop.
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels import copy_loops
 
@@ -274,15 +272,11 @@ def test_compiled_code_is_cached() -> None:
         print(sum(sum(f.stats.cache_misses.values()) for f in loops),
               sum(sum(f.stats.cache_hits.values()) for f in loops))
     """
-    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 
     def run() -> list[int]:
-        result = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
+        result = run_python(
+            textwrap.dedent(code),
+            env={AUTOLOAD: "0"},
             timeout=300,
             cwd=Path(__file__).resolve().parents[2],
         )

@@ -8,9 +8,6 @@ express (elements at byte offsets their size does not divide) a byte-by-byte Pyt
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels import copy_loops
 
@@ -229,17 +227,9 @@ def test_bad_plans_are_refused() -> None:
 
 
 def _run_python(code: str) -> str:
-    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    return result.stdout
+    """``code`` (dedented) without the device: torch's autoload off, run from the root."""
+    root = Path(__file__).resolve().parents[2]
+    return run_python(textwrap.dedent(code), env={AUTOLOAD: "0"}, timeout=300, cwd=root).stdout
 
 
 def test_import_is_lazy_and_compiled_code_is_cached() -> None:

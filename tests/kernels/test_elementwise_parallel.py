@@ -18,9 +18,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.dtypes import FEW
 from torch_mydev.kernels import elementwise as K
 
-DTYPES = (torch.float32, torch.float16, torch.int64)
 SLICES = (1, 2, 3, 5)
 
 
@@ -74,7 +74,7 @@ def _byte_strides(strides, dtype):
 
 @given(
     plan=plans(3),
-    dtype=st.sampled_from(DTYPES),
+    dtype=st.sampled_from(FEW),
     op=st.sampled_from(K.ARITHMETIC + K.THRESHOLDS),
     seed=st.integers(0, 5),
 )
@@ -114,7 +114,7 @@ def test_binary_parallel_reports_a_zero_divisor():
 
 @given(
     plan=plans(3),
-    dtype=st.sampled_from(DTYPES),
+    dtype=st.sampled_from(FEW),
     op=st.sampled_from(K.COMPARISONS),
     seed=st.integers(0, 5),
 )
@@ -141,7 +141,7 @@ def test_compare_parallel_writes_the_serial_bytes(plan, dtype, op, seed):
 
 @given(
     plan=plans(2),
-    dtype=st.sampled_from(DTYPES),
+    dtype=st.sampled_from(FEW),
     op=st.sampled_from(K.UNARY),
     seed=st.integers(0, 5),
 )

@@ -5,8 +5,7 @@ Each run needs a fresh interpreter (the loops load once per process), so it runs
 subprocess, as ``test_first_use_threads.py`` does.
 """
 
-import subprocess
-import sys
+from tests.support.subprocess_run import run_python
 
 SCRIPT = """
 import threading, torch, torch_mydev
@@ -34,4 +33,4 @@ for r in results:
 
 
 def test_threads_first_large_calls_at_once():
-    subprocess.run([sys.executable, "-c", SCRIPT], check=True, timeout=300)
+    run_python(SCRIPT, timeout=300)

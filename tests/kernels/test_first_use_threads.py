@@ -5,9 +5,9 @@ Without the lock in ``kernels.load_numba_modules`` a cold interpreter raised
 needs a fresh interpreter (the set-up happens once per process), so it runs in subprocesses.
 """
 
-import subprocess
-import sys
 import threading
+
+from tests.support.subprocess_run import run_python
 
 SCRIPT = """
 import threading, torch, torch_mydev
@@ -30,7 +30,7 @@ assert all(torch.equal(r, torch.arange(1000.0) * 3) for r in results)
 
 def test_eight_threads_first_use_at_once():
     for _ in range(3):
-        subprocess.run([sys.executable, "-c", SCRIPT], check=True, timeout=120)
+        run_python(SCRIPT, timeout=120)
 
 
 def test_loading_refresh_never_overlaps_a_compile(monkeypatch):

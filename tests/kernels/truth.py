@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tests.layout.strategies import COPY_DTYPES
+from tests.support.dtypes import COPY_DTYPES
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels.operand import Operand
 

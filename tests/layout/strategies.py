@@ -19,50 +19,7 @@ from __future__ import annotations
 
 import math
 
-import torch
 from hypothesis import strategies as st
-
-# The dtypes mydev's elementwise and reduction kernels compute in: what the device tests of
-# those ops draw from (kernels/dtypes.py SUPPORTED_DTYPES).
-DEVICE_DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-)
-# Every dtype mydev's copy kernels cast (kernels/dtypes.py COPY_DTYPES): the copy, clone,
-# contiguous and .to() tests draw from these.
-COPY_DTYPES = (
-    *DEVICE_DTYPES,
-    torch.uint16,
-    torch.uint32,
-    torch.uint64,
-    torch.complex32,
-    *((torch.bcomplex32,) if hasattr(torch, "bcomplex32") else ()),  # torch 2.14
-    torch.float8_e4m3fn,
-    torch.float8_e4m3fnuz,
-    torch.float8_e5m2,
-    torch.float8_e5m2fnuz,
-    torch.float8_e8m0fnu,
-)
-# The dtypes torch CPU (and mydev) only moves to their own dtype (kernels/dtypes.py
-# STORAGE_DTYPES minus COPY_DTYPES): casts to or from them raise NotImplementedError.
-MOVE_ONLY_DTYPES = (
-    torch.bits1x8,
-    torch.bits2x4,
-    torch.bits4x2,
-    torch.bits8,
-    torch.bits16,
-    torch.float4_e2m1fn_x2,
-)
 
 # Sizes drawn for one dim; 1 is listed twice so size-1 dims are common.
 _POSITIVE_SIZE = st.sampled_from((1, 1, 2, 3, 4, 5))

@@ -22,7 +22,6 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
-from tests.ops.helpers import same_bits
 from tests.ops.opinfo_tables import (
     ADDRESS_DEPENDENT,
     CPU_ARGUMENTS,
@@ -31,6 +30,7 @@ from tests.ops.opinfo_tables import (
     UNDEFINED_VALUES,
     XFAILS,
 )
+from tests.support.tensors import same_bits
 from torch_mydev.testing import Comparison, _run, compare
 
 DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import step_with_counts
+from tests.support.tensors import step_with_counts
 from torch_mydev.ops.registry import KERNELS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cnn.py"

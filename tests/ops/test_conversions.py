@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.layout.strategies import views
-from tests.ops.helpers import CAST_DTYPES, UNSIGNED, same_bits, same_layout, view_pair
+from tests.support.dtypes import COPY_DTYPES, UNSIGNED
+from tests.support.tensors import same_bits, same_layout, view_pair
 
 FORMATS = [
     None,
@@ -48,7 +49,7 @@ def _check(fn, cpu, dev, *, values=True, dev_fn=None):
     return expected, got
 
 
-@given(view=views(max_dims=5), fmt=st.sampled_from(FORMATS), dtype=st.sampled_from(CAST_DTYPES))
+@given(view=views(max_dims=5), fmt=st.sampled_from(FORMATS), dtype=st.sampled_from(COPY_DTYPES))
 def test_clone_matches_cpu(view, fmt, dtype):
     cpu, dev = view_pair(view, dtype)
     _check(lambda x: x.clone(**_kw(fmt)), cpu, dev)
@@ -62,7 +63,7 @@ def test_contiguous_matches_cpu_and_keeps_identity(view, fmt):
         assert (expected is cpu) == (got is dev)
 
 
-@given(view=views(max_dims=5), fmt=st.sampled_from(FORMATS), dtype=st.sampled_from(CAST_DTYPES))
+@given(view=views(max_dims=5), fmt=st.sampled_from(FORMATS), dtype=st.sampled_from(COPY_DTYPES))
 def test_empty_like_matches_cpu(view, fmt, dtype):
     cpu, dev = view_pair(view, torch.float32)
     _check(lambda x: torch.empty_like(x, dtype=dtype, **_kw(fmt)), cpu, dev, values=False)
@@ -71,8 +72,8 @@ def test_empty_like_matches_cpu(view, fmt, dtype):
 @given(
     view=views(max_dims=5),
     fmt=st.sampled_from(FORMATS),
-    src_dtype=st.sampled_from(CAST_DTYPES),
-    dst_dtype=st.sampled_from(CAST_DTYPES),
+    src_dtype=st.sampled_from(COPY_DTYPES),
+    dst_dtype=st.sampled_from(COPY_DTYPES),
 )
 def test_to_matches_cpu(view, fmt, src_dtype, dst_dtype):
     """mydev -> mydev, mydev -> cpu and cpu -> mydev, each against the CPU conversion."""

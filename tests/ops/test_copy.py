@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.layout.strategies import views
-from tests.ops.helpers import CAST_DTYPES, UNSIGNED, same_bits, view_pair
+from tests.support.dtypes import COPY_DTYPES, FLOATS, UNSIGNED
+from tests.support.tensors import same_bits, view_pair
 from torch_mydev.ops import copy as copy_ops
 from torch_mydev_rules import layout
 
@@ -58,8 +59,8 @@ def whole_storage(t: torch.Tensor) -> torch.Tensor:
 @given(
     dst_view=views(max_dims=4).filter(_writable),
     data=st.data(),
-    dst_dtype=st.sampled_from(CAST_DTYPES),
-    src_dtype=st.sampled_from(CAST_DTYPES),
+    dst_dtype=st.sampled_from(COPY_DTYPES),
+    src_dtype=st.sampled_from(COPY_DTYPES),
     direction=st.sampled_from(["mydev<-mydev", "mydev<-cpu", "cpu<-mydev"]),
 )
 def test_copy_matches_cpu(dst_view, data, dst_dtype, src_dtype, direction):
@@ -77,9 +78,6 @@ def test_copy_matches_cpu(dst_view, data, dst_dtype, src_dtype, direction):
     assert out is dst_dev
     assert (dst_dev.shape, dst_dev.stride()) == (dst_cpu.shape, dst_cpu.stride())
     assert same_bits(whole_storage(dst_cpu), whole_storage(dst_dev))
-
-
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 @pytest.mark.parametrize("src_dtype,dst_dtype", list(itertools.product(FLOATS, FLOATS)))

@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from tests.ops.helpers import same_bits
+from tests.support.tensors import same_bits
 from torch_mydev.ops import conversions, factories, replay
 from torch_mydev.ops import copy as copy_ops
 

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.layout.strategies import COPY_DTYPES, DEVICE_DTYPES, MOVE_ONLY_DTYPES
-from tests.ops.helpers import same_bits, same_layout, values
+from tests.support.dtypes import COPY_DTYPES, DEVICE_DTYPES, EVERY_DTYPE, MOVE_ONLY_DTYPES
+from tests.support.tensors import same_bits, same_layout, values
 from torch_mydev.kernels import dtypes as kernel_dtypes
 from torch_mydev_rules.iterator import casts
 
@@ -31,7 +31,6 @@ UNCOPYABLE = tuple(
     getattr(torch, f"{kind}{bits}") for kind in ("int", "uint") for bits in range(1, 8)
 )
 QUANTIZED = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
-ALL_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -191,7 +190,7 @@ def test_lazy_negative_and_conjugate_bits_resolve_as_cpu(dtype: torch.dtype) -> 
             assert same_layout(expected, got) and same_bits(expected, got)
 
 
-@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d not in QUANTIZED], ids=_name)
+@pytest.mark.parametrize("dtype", [d for d in EVERY_DTYPE if d not in QUANTIZED], ids=_name)
 def test_empty_factories_take_every_dtype(dtype: torch.dtype) -> None:
     """empty, empty_strided, empty_like (channels_last), new_empty: CPU's dtype, sizes and
     strides on mydev for every dtype torch has (quantized tensors: ops/quantized.py)."""

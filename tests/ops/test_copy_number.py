@@ -14,7 +14,8 @@ import warnings
 import pytest
 import torch
 
-from tests.ops.helpers import CAST_DTYPES, same_bits
+from tests.support.dtypes import COPY_DTYPES
+from tests.support.tensors import same_bits
 from torch_mydev.ops import copy as copy_ops
 from torch_mydev.ops.copy import wrapped_number
 
@@ -81,7 +82,7 @@ def _copy(device: str, dtype: torch.dtype, value) -> tuple[torch.Tensor, list[tu
     return dst, [(w.category, str(w.message).split(" (Triggered")[0]) for w in seen]
 
 
-@pytest.mark.parametrize("dtype", CAST_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", COPY_DTYPES, ids=str)
 def test_copy_of_a_python_number_equals_cpu_bit_for_bit(dtype):
     for value in NUMBERS:
         if _undefined(value, dtype):

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import dense_strides, storage_elements, views
-from tests.ops.helpers import ALL_DTYPES, same_bits
+from tests.support.dtypes import DEVICE_DTYPES, INTEGERS
+from tests.support.raises import run_like_cpu
+from tests.support.tensors import same_bits
 
-INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 REDUCED = (torch.float16, torch.bfloat16)
 COMPLEX = (torch.complex64, torch.complex128)
 ARITHMETIC = ("add", "sub", "mul", "div", "div_trunc", "div_floor", "floor_divide")
@@ -156,13 +157,7 @@ def run_both(fn_cpu, fn_dev, *inputs):
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            expected = fn_cpu()
-        except Exception as cpu_error:
-            with pytest.raises(type(cpu_error)):
-                fn_dev()
-            return None, None
-        return expected, fn_dev()
+        return run_like_cpu(fn_cpu, fn_dev) or (None, None)
 
 
 # ---- strategies --------------------------------------------------------------------------------
@@ -201,10 +196,10 @@ def operands(draw, *, nonzero_other=False):
     one draw in four swaps the broadcast roles (``self`` is the smaller one).
     """
     view = draw(views(max_dims=4))
-    dtype = draw(st.sampled_from(ALL_DTYPES))
+    dtype = draw(st.sampled_from(DEVICE_DTYPES))
     a = pair(view, dtype, draw(st.integers(0, 9)))
     kind = draw(st.sampled_from(("tensor", "tensor", "tensor", "number", "cpu0", "dev0")))
-    other_dtype = draw(st.sampled_from(ALL_DTYPES))
+    other_dtype = draw(st.sampled_from(DEVICE_DTYPES))
     seed = draw(st.integers(0, 9))
     if kind == "number":
         value = draw(_NUMBERS)
@@ -223,7 +218,7 @@ def operands(draw, *, nonzero_other=False):
 @st.composite
 def out_tensor(draw, shape_hint):
     """``(out_cpu, out_dev)``: the right shape in a dense layout, a wrong shape, or empty."""
-    dtype = draw(st.sampled_from(ALL_DTYPES))
+    dtype = draw(st.sampled_from(DEVICE_DTYPES))
     kind = draw(st.sampled_from(("right", "right", "wrong", "empty")))
     if kind == "right":
         sizes = shape_hint
@@ -298,7 +293,7 @@ def test_arithmetic_matches_cpu(data, op, form, alpha):
 @pytest.mark.parametrize("op", ARITHMETIC)
 def test_arithmetic_every_dtype_pair(op):
     """Every pair of supported dtypes, on a small broadcasting pair of layouts."""
-    for dtype_a, dtype_b in itertools.product(ALL_DTYPES, ALL_DTYPES):
+    for dtype_a, dtype_b in itertools.product(DEVICE_DTYPES, DEVICE_DTYPES):
         a_cpu, a_dev = pair(((2, 3), (1, 2), 1), dtype_a, 1)
         b_cpu, b_dev = pair(((3,), (2,), 0), dtype_b, 3, nonzero=op in ROUNDING_DIVISIONS)
         expected, got = run_both(
@@ -410,7 +405,7 @@ def test_float_division_by_zero_gives_inf_and_nan():
 
 @pytest.mark.parametrize("mode", ("trunc", "floor"))
 def test_integer_division_by_zero_raises(mode):
-    for dtype in INTEGRAL:
+    for dtype in INTEGERS:
         a = torch.tensor([4, 5, 6], dtype=dtype).to("mydev")
         b = torch.tensor([1, 0, 2], dtype=dtype).to("mydev")
         with pytest.raises(RuntimeError, match="ZeroDivisionError"):
@@ -459,7 +454,7 @@ def test_comparison_matches_cpu(data, op, form):
 
 @pytest.mark.parametrize("op", COMPARISONS)
 def test_comparison_every_dtype_pair(op):
-    for dtype_a, dtype_b in itertools.product(ALL_DTYPES, ALL_DTYPES):
+    for dtype_a, dtype_b in itertools.product(DEVICE_DTYPES, DEVICE_DTYPES):
         a_cpu, a_dev = pair(((2, 3), (1, 2), 1), dtype_a, 1)
         b_cpu, b_dev = pair(((3,), (2,), 0), dtype_b, 3)
         expected, got = run_both(
@@ -477,7 +472,7 @@ def test_comparison_every_dtype_pair(op):
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
     op=st.sampled_from(("neg", "abs")),
     form=st.sampled_from(("functional", "out", "inplace")),
     data=st.data(),
@@ -557,7 +552,7 @@ def test_where_scalar_overloads():
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
     value=st.one_of(
         _NUMBERS,
         st.sampled_from((300, -129, -1, 2**40, 65504.0, 65520.0, 1e39, -1e300, 2.7, 2**63 - 1)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.ops.helpers import same_bits
+from tests.support.tensors import same_bits
 from torch_mydev.ops import elementwise_general
 
 

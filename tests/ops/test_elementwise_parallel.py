@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from tests.layout.strategies import views
 from tests.ops.test_elementwise import assert_matches, pair, partner, run_both
+from tests.support.dtypes import FEW
 from torch_mydev.kernels import copy_loops
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops import elementwise_entries
 
 # A few dtypes only: each compiles its own parallel loops once (numba's cache keeps them).
-DTYPES = (torch.float32, torch.float16, torch.int64)
 
 
 class _Spy:
@@ -82,7 +82,7 @@ _FIXTURE_OK = settings(
 @_FIXTURE_OK
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(DTYPES),
+    dtype=st.sampled_from(FEW),
     op=st.sampled_from(("add", "sub", "mul", "div", "floor_divide", "eq", "lt")),
     seed=st.integers(0, 9),
     data=st.data(),
@@ -99,7 +99,7 @@ def test_binary_and_comparisons_in_parallel(spy, view, dtype, op, seed, data):
 @_FIXTURE_OK
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(DTYPES),
+    dtype=st.sampled_from(FEW),
     op=st.sampled_from(("neg", "abs")),
     seed=st.integers(0, 9),
 )
@@ -110,7 +110,7 @@ def test_unary_in_parallel(spy, view, dtype, op, seed):
 
 
 @_FIXTURE_OK
-@given(view=views(max_dims=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 9))
+@given(view=views(max_dims=4), dtype=st.sampled_from(FEW), seed=st.integers(0, 9))
 def test_where_and_fill_in_parallel(spy, view, dtype, seed):
     a_cpu, a_dev = pair(view, dtype, seed)
     b_cpu, b_dev = pair(view, dtype, seed + 1)

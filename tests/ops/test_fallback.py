@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import same_bits, same_layout
+from tests.support.tensors import same_bits, same_layout
 from torch_mydev.ops import fallback, fallback_copy
 
 CL = torch.channels_last

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.layout.strategies import storage_elements, views
-from tests.ops.helpers import same_bits, same_layout, values
+from tests.support.tensors import same_bits, same_layout, values
 from torch_mydev.ops import fallback
 
 OPS = {

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import same_bits, same_layout
+from tests.support.raises import run_like_cpu
+from tests.support.tensors import same_bits, same_layout
 from torch_mydev.ops import fallback, fallback_copy
 
 
@@ -40,13 +41,10 @@ def _same(cpu: torch.Tensor, dev: torch.Tensor) -> None:
 def _both(call, *cpu_args):
     """``call`` on CPU and on mydev copies: same result, or the same exception type."""
     dev_args = [a.to("mydev") if isinstance(a, torch.Tensor) else a for a in cpu_args]
-    try:
-        expected = call(*cpu_args)
-    except Exception as error:  # the type is what is compared
-        with pytest.raises(type(error)):
-            call(*dev_args)
+    both = run_like_cpu(lambda: call(*cpu_args), lambda: call(*dev_args))
+    if both is None:
         return
-    result = call(*dev_args)
+    expected, result = both
     if isinstance(expected, torch.Tensor):
         _same(expected, result)
     else:

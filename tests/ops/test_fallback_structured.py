@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.iterator.strategies import layout_for, make_tensor, shapes
-from tests.ops.helpers import same_bits, same_layout
+from tests.support.tensors import same_bits, same_layout
 from torch_mydev.ops import fallback
 from torch_mydev.ops.fallback_structured import all_dense
 

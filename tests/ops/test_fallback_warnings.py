@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import same_bits, same_layout
+from tests.support.tensors import same_bits, same_layout
 from torch_mydev.ops import fallback
 
 X = torch.arange(24.0).reshape(2, 3, 4)

@@ -8,8 +8,7 @@ subprocess. Truth: the same ops on CPU, bit for bit.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.support.subprocess_run import run_python
 
 SCRIPT = """
 import sys
@@ -55,8 +54,5 @@ print(first, "numba" in sys.modules)
 
 
 def test_first_copies_equal_cpu_without_loading_numba_and_repeats_load_it():
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(SCRIPT, timeout=300)
     assert done.stdout.split() == ["False", "True"]

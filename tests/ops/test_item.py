@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.ops.helpers import CAST_DTYPES
+from tests.support.dtypes import COPY_DTYPES
 
 SHAPES = [(0,), (0, 3), (2,), (2, 3), (1, 1, 1)]
 
@@ -63,7 +63,7 @@ def test_local_scalar_dense_reads_the_first_element_of_a_view(view):
     assert got == expected
 
 
-@pytest.mark.parametrize("dtype", CAST_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", COPY_DTYPES, ids=str)
 def test_item_of_every_dtype_equals_cpu(dtype):
     values = torch.tensor([[3.75, -2.0]], dtype=torch.float64)
     cpu = (values * (1 + 1j) if dtype.is_complex else values).to(dtype)[:, 1:]

@@ -14,9 +14,6 @@ When CPU raises, mydev raises the same exception type.
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -26,8 +23,9 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import views
-from tests.ops.helpers import same_bits, view_pair
-from tests.ops.opcheck_support import assert_opcheck_like_cpu
+from tests.support.dtypes import FLOATS
+from tests.support.subprocess_run import run_python
+from tests.support.tensors import same_bits, view_pair
 
 REAL = (
     torch.bool,
@@ -41,7 +39,6 @@ REAL = (
     torch.float32,
     torch.float64,
 )
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 OPS = ("sum", "mean", "amax", "amin")
 
 
@@ -305,11 +302,7 @@ def test_extreme_replica_only_for_the_avx2_kernel() -> None:
         "for op in ('amax', 'amin') for d in (0, 1)]; "
         "print(all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in pairs))"
     )
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(code, env={"ATEN_CPU_CAPABILITY": "default"}, timeout=300)
     assert done.stdout.strip() == "True"
 
 
@@ -337,22 +330,6 @@ def test_native_not_fallback() -> None:
     assert same_bits(z.to("mydev").sum(1).cpu(), z.sum(1))
     assert torch_mydev.fallback_stats() == {"aten::sum.dim_IntList": 1}
     torch_mydev.reset_fallback_stats()
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["sum.dim_IntList", "sum", "sum.IntList_out", "mean.dim", "mean.out", "amax", "amin.out"],
-)
-def test_opcheck(name) -> None:
-    """``torch.library.opcheck``'s schema, fake-tensor and AOT checks on each overload: each
-    passes, or fails as on CPU (opcheck_support)."""
-    a = torch.randn(3, 4, 5, device="mydev")
-    packet, _, overload = name.partition(".")
-    op = getattr(getattr(torch.ops.aten, packet), overload or "default")
-    args = (a,) if name == "sum" else (a, [0, 2], True)
-    kwargs = {"out": torch.empty(0, device="mydev")} if name.endswith("out") else {}
-    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
-    assert_opcheck_like_cpu(op, args, kwargs, utils)
 
 
 # Palettes of values that tie (+0/-0 as the extreme) or propagate (NaN), and sizes around the

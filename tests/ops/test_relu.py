@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import views
-from tests.ops.helpers import ALL_DTYPES
-from tests.ops.opcheck_support import assert_opcheck_like_cpu
 from tests.ops.test_elementwise import (
     assert_matches,
     out_tensor,
@@ -27,6 +25,7 @@ from tests.ops.test_elementwise import (
     twice,
     writable,
 )
+from tests.support.dtypes import DEVICE_DTYPES
 
 A = torch.ops.aten
 _THRESHOLDS = st.sampled_from((0, 0, 0.0, -0.0, 0.5, -1, 0.1, 20, 1e39, 300, 2**40, float("nan")))
@@ -35,7 +34,7 @@ _VALUES = st.sampled_from((0, 7, -2.5, 0.1, 1e39, 300, float("inf")))
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
     form=st.sampled_from(("functional", "method", "inplace")),
     seed=st.integers(0, 9),
 )
@@ -86,7 +85,7 @@ def test_relu_refuses_what_cpu_refuses(dtype, error):
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
     bound=st.sampled_from(
         (0, 0.0, -0.0, 0.5, -1, 20, 300, 1e6, 1e39, True, float("nan"), float("-inf"), 2j)
     ),
@@ -119,7 +118,7 @@ def test_clamp_min_matches_cpu(view, dtype, bound, form, seed, data):
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
     threshold=_THRESHOLDS,
     value=_VALUES,
     form=st.sampled_from(("functional", "inplace", "out")),
@@ -151,8 +150,8 @@ def test_threshold_matches_cpu(view, dtype, threshold, value, form, seed, data):
 
 @given(
     view=views(max_dims=4),
-    dtype=st.sampled_from(ALL_DTYPES),
-    grad_dtype=st.sampled_from(ALL_DTYPES),
+    dtype=st.sampled_from(DEVICE_DTYPES),
+    grad_dtype=st.sampled_from(DEVICE_DTYPES),
     threshold=_THRESHOLDS,
     form=st.sampled_from(("functional", "functional", "grad_input")),
     seed=st.integers(0, 9),
@@ -254,30 +253,3 @@ def test_relu_family_does_not_fall_back():
     ]
     del results
     assert torch_mydev.fallback_stats() == {}
-
-
-def _opcheck_cases():
-    x = torch.randn(3, 4).to("mydev")
-    cl = torch.randn(2, 3, 4, 5).to("mydev").contiguous(memory_format=torch.channels_last)
-    g = torch.randn(2, 3, 4, 5).to("mydev")
-    return {
-        "relu": (A.relu.default, (cl,), {}),
-        "relu_": (A.relu_.default, (x.clone(),), {}),
-        "clamp_min": (A.clamp_min.default, (x, 0.5), {}),
-        "clamp_min.out": (A.clamp_min.out, (x, 0.5), {"out": torch.empty(0, device="mydev")}),
-        "threshold": (A.threshold.default, (x, 0.1, 2.0), {}),
-        "threshold_backward": (A.threshold_backward.default, (g, cl, 0), {}),
-        "threshold_backward.grad_input": (
-            A.threshold_backward.grad_input,
-            (g, cl, 0),
-            {"grad_input": torch.empty(0, device="mydev")},
-        ),
-    }
-
-
-@pytest.mark.parametrize("name", list(_opcheck_cases()))
-def test_opcheck(name):
-    """torch.library.opcheck: schema, fake tensor and AOT checks (as ``test_opcheck.py``)."""
-    op, args, kwargs = _opcheck_cases()[name]
-    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
-    assert_opcheck_like_cpu(op, args, kwargs, utils)

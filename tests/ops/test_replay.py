@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.ops.helpers import same_bits
+from tests.support.tensors import same_bits
 from torch_mydev import _C
 from torch_mydev.ops import elementwise_entries, replay
 

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import same_bits
+from tests.support.raises import run_like_cpu
+from tests.support.tensors import same_bits
 from torch_mydev.ops import fallback, fallback_sparse
 
 IDX = torch.tensor([[0, 1, 1, 0, 2], [1, 0, 1, 1, 2]])  # (0, 1) twice: uncoalesced
@@ -63,13 +64,10 @@ def _same(cpu, dev) -> None:
 
 def _both(make, *, check=_same):
     """``make(device)`` on CPU and on mydev: equal results (or the same exception type)."""
-    try:
-        expected = make("cpu")
-    except Exception as error:
-        with pytest.raises(type(error)):
-            make("mydev")
+    both = run_like_cpu(lambda: make("cpu"), lambda: make("mydev"))
+    if both is None:
         return None
-    result = make("mydev")
+    expected, result = both
     if isinstance(expected, (tuple, list)):
         for c, d in zip(expected, result, strict=True):
             check(c, d)

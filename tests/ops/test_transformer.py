@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import torch_mydev
-from tests.ops.helpers import step_with_counts
+from tests.support.tensors import step_with_counts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import transformer  # examples/transformer.py, which imports cnn.py beside it

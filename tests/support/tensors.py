@@ -1,4 +1,5 @@
-"""Pairs of equal tensors on CPU and on mydev, for differential tests of the ops."""
+"""Pairs of equal tensors on CPU and on mydev, and the bit-exact and layout comparisons the
+differential tests judge them by."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ from collections.abc import Callable, Iterator
 import torch
 
 import torch_mydev
-from tests.layout.strategies import COPY_DTYPES, DEVICE_DTYPES, storage_elements
-
-ALL_DTYPES = DEVICE_DTYPES  # the dtypes the native elementwise kernels compute in
-CAST_DTYPES = COPY_DTYPES  # every dtype copy_, clone, contiguous and .to() cast between
-UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+from tests.layout.strategies import storage_elements
+from tests.support.dtypes import UNSIGNED
 
 
 def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.Tensor:
