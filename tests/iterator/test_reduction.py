@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.layout.strategies import sizes_of_rank
+from tests.support.raises import outcome
 from torch_mydev_rules.iterator.reduction import (
     amax_checks,
     build_reduction,
@@ -32,13 +33,6 @@ DIMS = st.one_of(
 DTYPES = (torch.bool, torch.uint8, torch.int32, torch.int64, torch.float16, torch.float32)
 
 
-def _outcome(fn):
-    try:
-        return fn(), None
-    except Exception as error:  # the type is what is compared
-        return None, type(error)
-
-
 @given(
     sizes=st.integers(0, 4).flatmap(sizes_of_rank),
     dims=DIMS,
@@ -52,9 +46,9 @@ def test_shape_dtype_and_errors_match_torch(sizes, dims, keepdim, dtype, cast) -
     x = torch.zeros(sizes, dtype=dtype)
     for op in ("sum", "mean", "amax"):
         if op == "amax":
-            expected, error = _outcome(lambda: torch.amax(x, () if dims is None else dims, keepdim))
+            expected, error = outcome(lambda: torch.amax(x, () if dims is None else dims, keepdim))
         else:
-            expected, error = _outcome(
+            expected, error = outcome(
                 lambda op=op: getattr(torch, op)(x, dims, keepdim, dtype=cast)
             )
 
@@ -69,7 +63,7 @@ def test_shape_dtype_and_errors_match_torch(sizes, dims, keepdim, dtype, cast) -
             mask = dim_mask(() if op == "amax" and dims is None else dims, len(sizes))
             return reduction_shape(sizes, mask, keepdim), result_dtype
 
-        got, rule_error = _outcome(rule)
+        got, rule_error = outcome(rule)
         assert rule_error == error, (op, error, rule_error)
         if error is None:
             assert got == (tuple(expected.shape), expected.dtype)

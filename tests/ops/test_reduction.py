@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import torch_mydev
 from tests.layout.strategies import views
 from tests.support.dtypes import FLOATS
+from tests.support.raises import outcome
 from tests.support.subprocess_run import run_python
 from tests.support.tensors import same_bits, view_pair
 
@@ -54,10 +55,7 @@ def _call(op: str, x: torch.Tensor, dim, keepdim: bool, dtype, out=None):
 def _outcome(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            return fn(), None
-        except Exception as error:  # the type is what is compared
-            return None, type(error)
+        return outcome(fn)
 
 
 def _assert_same(op: str, expected: torch.Tensor, actual: torch.Tensor) -> None:

@@ -4,6 +4,8 @@
 ``run_like_cpu`` runs the truth first and returns both results when it does not raise;
 ``raises_like_cpu`` is for calls that must raise on both devices. The type is compared
 exactly (``type(a) is type(b)``): a subclass of CPU's exception is another exception.
+``outcome`` records a call's result or exception type, for tests that compare outcomes
+themselves.
 """
 
 from __future__ import annotations
@@ -50,3 +52,9 @@ def raises_like_cpu(
     result, dev_error = _attempt(dev_call)
     _assert_alike(cpu_error, dev_error, result, message)
     return dev_error
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, type[Exception] | None]:
+    """``(call(), None)``, or ``(None, the exception's type)`` when the call raises."""
+    result, error = _attempt(call)
+    return result, None if error is None else type(error)
