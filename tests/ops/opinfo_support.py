@@ -12,7 +12,6 @@ The tables that say what does not work (`EXCLUDED`, `XFAILS`) live in `opinfo_ta
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,11 +38,6 @@ DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)
 # buckets, first sample only (contiguous and non-contiguous). `deep`: every pair, every sample.
 DEFAULT_SHARE = 4
 DEFAULT_SAMPLES = 1
-
-
-def deep() -> bool:
-    """True under `HYPOTHESIS_PROFILE=deep` (tests/conftest.py reads the same variable)."""
-    return os.environ.get("HYPOTHESIS_PROFILE", "ci") == "deep"
 
 
 def full_name(op: OpInfo) -> str:

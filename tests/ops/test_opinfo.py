@@ -31,13 +31,14 @@ from tests.ops.opinfo_tables import (
     UNDEFINED_VALUES,
     XFAILS,
 )
+from tests.support.profile import deep
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "opinfo.md"
 
 
 def _params() -> list:
     params = []
-    for case in support.cases(support.deep()):
+    for case in support.cases(deep()):
         reason = support.xfail_reason(case)
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         params.append(pytest.param(case, id=case.id, marks=marks))

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import torch_mydev
 from tests.layout.strategies import views
 from tests.support.dtypes import FLOATS
+from tests.support.profile import deep
 from tests.support.raises import outcome
 from tests.support.subprocess_run import run_python
 from tests.support.tensors import same_bits, view_pair
@@ -152,7 +153,17 @@ def test_out_matches_cpu(view, op, dtype, keepdim, data) -> None:
         assert len(dev_warned) == len(cpu_warned)
 
 
-@pytest.mark.parametrize("dtype", (*FLOATS, torch.int32, torch.bool))
+# Each dtype compiles three parallel loops of its own (about 15 s with an empty cache): the
+# default profile takes float32, the 16-bit floats (float16 and bfloat16 share their loops)
+# and one integer type; the deep profile every dtype.
+_LARGE_DTYPES = (
+    (*FLOATS, torch.int32, torch.bool)
+    if deep()
+    else (torch.float16, torch.bfloat16, torch.float32, torch.int32)
+)
+
+
+@pytest.mark.parametrize("dtype", _LARGE_DTYPES)
 @pytest.mark.parametrize(
     "shape, dims",
     [((300, 300), 0), ((300, 300), 1), ((300, 300), None), ((64, 40, 30), [0, 2]),

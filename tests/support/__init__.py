@@ -7,7 +7,9 @@
 - ``raises``: the one "raises like CPU" rule: where CPU raises, mydev raises the same
   exception type (and message, where a caller compares it);
 - ``tensors``: equal CPU/mydev tensor pairs and the bit-exact and layout comparisons;
-- ``opcheck``: ``torch.library.opcheck`` on mydev, judged against the same call on CPU.
+- ``opcheck``: ``torch.library.opcheck`` on mydev, judged against the same call on CPU;
+- ``profile``: whether the run uses hypothesis' ``deep`` profile, for tests sized without
+  hypothesis.
 
 The opcheck cases themselves live beside the ops (``tests/ops/opcheck_cases.py``), keyed by
 the registration table's overload names.
