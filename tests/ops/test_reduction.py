@@ -23,24 +23,13 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import views
-from tests.support.dtypes import FLOATS
+from tests.support.dtypes import DEVICE_DTYPES, FLOATS
 from tests.support.profile import deep
 from tests.support.raises import outcome
 from tests.support.subprocess_run import run_python
 from tests.support.tensors import same_bits, view_pair
 
-REAL = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-)
+REAL = tuple(d for d in DEVICE_DTYPES if not d.is_complex)
 OPS = ("sum", "mean", "amax", "amin")
 
 

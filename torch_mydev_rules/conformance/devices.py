@@ -13,6 +13,8 @@ import warnings
 
 import torch
 
+from torch_mydev_rules.iterator.casts import COMPUTE_DTYPES
+
 __all__ = [
     "COMPUTE_DTYPES",
     "FLOAT_DTYPES",
@@ -23,22 +25,9 @@ __all__ = [
     "taken_dtypes",
 ]
 
-# The dtypes torch CPU computes in: every elementwise op and reduction is tried with these.
-COMPUTE_DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-)
-# The dtypes torch CPU only copies and casts (c10::convert): the copy ops also take these.
+# Every elementwise op and reduction is tried with COMPUTE_DTYPES (the rules' own list, in
+# iterator.casts); the copy ops also take the dtypes torch CPU only copies and casts
+# (c10::convert).
 STORAGE_DTYPES = (
     *COMPUTE_DTYPES,
     torch.uint16,

@@ -38,9 +38,9 @@ _REDUCED_COMPLEX = (
 _BITS_KEPT = frozenset(
     (torch.bfloat16, dtype) for dtype in _REDUCED_COMPLEX if dtype.to_real() == torch.bfloat16
 )
-# Every dtype copy_kernel casts between (AT_DISPATCH over all types, the barebones unsigned,
-# complex32, bcomplex32 where torch has it, and the float8 types).
-CAST_DTYPES: tuple[torch.dtype, ...] = (
+# The dtypes torch CPU computes in (AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(Bool, Half,
+# BFloat16)): every elementwise op and reduction dispatches over these.
+COMPUTE_DTYPES: tuple[torch.dtype, ...] = (
     torch.bool,
     torch.uint8,
     torch.int8,
@@ -53,6 +53,11 @@ CAST_DTYPES: tuple[torch.dtype, ...] = (
     torch.float64,
     torch.complex64,
     torch.complex128,
+)
+# Every dtype copy_kernel casts between (AT_DISPATCH over all types, the barebones unsigned,
+# complex32, bcomplex32 where torch has it, and the float8 types).
+CAST_DTYPES: tuple[torch.dtype, ...] = (
+    *COMPUTE_DTYPES,
     torch.uint16,
     torch.uint32,
     torch.uint64,
