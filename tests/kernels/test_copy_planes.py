@@ -268,7 +268,7 @@ def test_compiled_code_is_cached() -> None:
         prepared = kcopy.prepare_copy(torch.float32, (3, 256), (4, 12), (1024, 4))
         prepared.run(dst.ctypes.data, dst.nbytes, src.ctypes.data, src.nbytes)
         from torch_mydev.kernels import _copy_planes as p
-        loops = (p.copy_planes, p.copy_planes_parallel, p.copy_planes_at)
+        loops = (p.copy_planes, p.copy_planes_at)
         print(sum(sum(f.stats.cache_misses.values()) for f in loops),
               sum(sum(f.stats.cache_hits.values()) for f in loops))
     """
@@ -284,4 +284,4 @@ def test_compiled_code_is_cached() -> None:
 
     run()  # compiles (or loads) and writes the cache
     misses, hits = run()
-    assert misses == 0 and hits >= 3
+    assert misses == 0 and hits >= 2

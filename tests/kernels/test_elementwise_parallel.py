@@ -1,15 +1,16 @@
-"""The parallel elementwise loops write the serial loops' bytes, whatever the split.
+"""The parallel elementwise kernels write the serial loops' bytes, whatever the split.
 
 Truth: the serial kernels of ``_elementwise_loops`` (themselves checked against torch CPU in
-``tests/ops``) over the same plan and the same input bytes. Each parallel kernel of
-``_elementwise_parallel`` runs with 1, 2, 3 and 5 slices (more slices than threads is
-allowed) and, for ``binary``, tiles of sides 4, 16 and 128, including tiles cut short at the end of
-a dim; the output bytes must equal the serial output's. Sizes are small: the split, not the
-size, is under test.
+``tests/ops``) over the same plan and the same input bytes. ``elementwise_parallel``'s
+``ParallelKernel`` and ``run_moves`` run with 1, 2, 3 and 5 parts (more parts than cores
+is allowed) and, for ``binary``, tiles of sides 4, 16 and 128, including tiles cut short at
+the end of a dim; the output bytes must equal the serial output's. Sizes are small: the
+split, not the size, is under test.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -19,15 +20,36 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.dtypes import FEW
+from torch_mydev.kernels import copy_loops, threads
 from torch_mydev.kernels import elementwise as K
+from torch_mydev.kernels.elementwise_parallel import ParallelKernel, run_moves
 
 SLICES = (1, 2, 3, 5)
 
 
 def _loops():
-    from torch_mydev.kernels import _elementwise_loops, _elementwise_parallel
+    from torch_mydev.kernels import _elementwise_loops
 
-    return _elementwise_loops, _elementwise_parallel
+    return _elementwise_loops
+
+
+@contextlib.contextmanager
+def _parts(n: int, numel: int = 2):
+    """Every plan runs in parallel, in ``n`` parts (the counter shows it did when the plan's
+    ``numel`` elements make more than one part)."""
+    count, threshold = threads.count, copy_loops.PARALLEL_MIN_NUMEL
+    threads.count = lambda: n
+    copy_loops.PARALLEL_MIN_NUMEL = 1
+    before = threads.regions()
+    try:
+        yield
+    finally:
+        threads.count, copy_loops.PARALLEL_MIN_NUMEL = count, threshold
+    assert threads.regions() > before or min(n, numel) == 1
+
+
+def _parallel(kind, prepared, shape, tile=0):
+    return ParallelKernel(kind, prepared.kernel, int(np.prod(shape)), tile)
 
 
 @st.composite
@@ -87,18 +109,17 @@ def test_binary_parallel_writes_the_serial_bytes(plan, dtype, op, seed):
     expected = out.copy()
     serial = getattr(prepared.kernel, "serial", prepared.kernel)
     assert serial(expected.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args) == 0
-    _, par = _loops()
     for slices, tile in ((1, 0), (2, 0), (3, 0), (5, 0), (2, 4), (3, 16), (5, 128)):
         got = out.copy()
-        status = par.binary_parallel_at(
-            got.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args, tile, slices
-        )
+        with _parts(slices, np.prod(shape)):
+            status = _parallel("binary", prepared, shape, tile)(
+                got.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args
+            )
         assert status == 0
         assert np.array_equal(got, expected), (slices, tile)
 
 
 def test_binary_parallel_reports_a_zero_divisor():
-    _, par = _loops()
     shape, strides = (40, 17), ((1, 40), (1, 40), (17, 1))
     prepared = K.prepare_binary(
         "div_trunc", torch.int64, shape, _byte_strides(strides, torch.int64)
@@ -106,9 +127,10 @@ def test_binary_parallel_reports_a_zero_divisor():
     out, a, b = _buffers(shape, strides, torch.int64, 1, nonzero=True)
     b.view(np.int64)[600] = 0
     for slices, tile in itertools.product(SLICES, (0, 16)):
-        status = par.binary_parallel_at(
-            out.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args, tile, slices
-        )
+        with _parts(slices):
+            status = _parallel("binary", prepared, shape, tile)(
+                out.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args
+            )
         assert status == 1
 
 
@@ -130,12 +152,12 @@ def test_compare_parallel_writes_the_serial_bytes(plan, dtype, op, seed):
     expected = out.copy()
     serial = getattr(prepared.kernel, "serial", prepared.kernel)
     serial(expected.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args)
-    _, par = _loops()
     for slices in SLICES:
         got = out.copy()
-        par.compare_parallel_at(
-            got.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args, slices
-        )
+        with _parts(slices, np.prod(shape)):
+            _parallel("compare", prepared, shape)(
+                got.ctypes.data, a.ctypes.data, b.ctypes.data, *prepared.args
+            )
         assert np.array_equal(got, expected), slices
 
 
@@ -152,16 +174,16 @@ def test_unary_parallel_writes_the_serial_bytes(plan, dtype, op, seed):
     expected = out.copy()
     serial = getattr(prepared.kernel, "serial", prepared.kernel)
     serial(expected.ctypes.data, a.ctypes.data, *prepared.args)
-    _, par = _loops()
     for slices in SLICES:
         got = out.copy()
-        par.unary_parallel_at(got.ctypes.data, a.ctypes.data, *prepared.args, slices)
+        with _parts(slices, np.prod(shape)):
+            _parallel("unary", prepared, shape)(got.ctypes.data, a.ctypes.data, *prepared.args)
         assert np.array_equal(got, expected), slices
 
 
 @given(plan=plans(4), seed=st.integers(0, 5))
 def test_where_and_fill_parallel_write_the_serial_bytes(plan, seed):
-    loops, par = _loops()
+    loops = _loops()
     shape, strides = plan
     out, a, b = (x.view(np.uint32) for x in _buffers(shape, strides[:3], torch.float32, seed))
     n_cond = sum((size - 1) * s for size, s in zip(shape, strides[3], strict=True)) + 1
@@ -176,10 +198,12 @@ def test_where_and_fill_parallel_write_the_serial_bytes(plan, seed):
     loops.fill_kernel(filled, value, base[:1], lane_strides[:1], shape_)
     for slices in SLICES:
         got = out.copy()
-        par.where_parallel(got, cond, a, b, base, lane_strides, shape_, slices)
+        with _parts(slices, np.prod(shape)):
+            assert run_moves("where", (got, cond, a, b), base, lane_strides, shape_)
         assert np.array_equal(got, expected), slices
         got = out.copy()
-        par.fill_parallel(got, value, base[:1], lane_strides[:1], shape_, slices)
+        with _parts(slices, np.prod(shape)):
+            assert run_moves("fill", (got,), base[:1], lane_strides[:1], shape_, value)
         assert np.array_equal(got, filled), slices
 
 

@@ -3,10 +3,10 @@
 Truth: the same call on CPU tensors with the same sizes, strides, offsets and values
 (``assert_matches`` of ``test_elementwise``: bit for bit, NaN positions only for NaN bits).
 The thresholds are lowered to one element here, so the small hypothesis layouts take the
-parallel path (``kernels.elementwise.ParallelKernel`` / ``_run_parallel``); a spy on
-``numba_threads`` proves each call went parallel. The per-signature entries and the stub's
-records of them are cleared around each test (``elementwise_entries.clear``), so nothing
-prepared under the real thresholds is reused.
+parallel path (``kernels.elementwise_parallel``), on two threads or more; the count of
+parallel regions (``threads.regions``) proves each call went parallel. The per-signature
+entries and the stub's records of them are cleared around each test
+(``elementwise_entries.clear``), so nothing prepared under the real thresholds is reused.
 """
 
 from __future__ import annotations
@@ -19,23 +19,19 @@ from hypothesis import strategies as st
 from tests.layout.strategies import views
 from tests.ops.test_elementwise import assert_matches, pair, partner, run_both
 from tests.support.dtypes import FEW
-from torch_mydev.kernels import copy_loops
+from torch_mydev.kernels import copy_loops, threads
 from torch_mydev.kernels import elementwise as kernels
 from torch_mydev.ops import elementwise_entries
 
-# A few dtypes only: each compiles its own parallel loops once (numba's cache keeps them).
+# A few dtypes: the split is under test here; tests/ops/test_elementwise covers every dtype.
 
 
-class _Spy:
-    """Counts parallel launches (every one asks for the thread count first)."""
+class _Regions:
+    """Parallel regions run so far (``calls``, as a spy's count)."""
 
-    def __init__(self, real):
-        self.real = real
-        self.calls = 0
-
-    def __call__(self) -> int:
-        self.calls += 1
-        return self.real()
+    @property
+    def calls(self) -> int:
+        return threads.regions()
 
 
 @pytest.fixture
@@ -48,16 +44,15 @@ def spy(monkeypatch):
         monkeypatch.setattr(module, name, 1)
     monkeypatch.setattr(kernels, "TILE_MIN_SIDE", 2)
     monkeypatch.setattr(kernels, "BINARY_TILE", 3)  # tiles cut short at the dims' ends
-    counter = _Spy(kernels.numba_threads)
-    monkeypatch.setattr(kernels, "numba_threads", counter)
+    monkeypatch.setattr(threads, "count", lambda: 2)  # parallel on a one-core machine too
     elementwise_entries.clear()
-    yield counter
+    yield _Regions()
     elementwise_entries.clear()
 
 
 def _check(spy, fn_cpu, fn_dev, twice=True):
-    """Compare with CPU; the mydev call (twice: general path, then cached entry) must launch
-    a parallel loop each time it has elements."""
+    """Compare with CPU; the mydev call (twice: general path, then cached entry) must run a
+    parallel region each time it has elements for two parts."""
     before = spy.calls
     expected, got = run_both(fn_cpu, fn_dev)
     if expected is None:
@@ -65,7 +60,7 @@ def _check(spy, fn_cpu, fn_dev, twice=True):
     assert_matches(expected, got)
     if twice:
         assert_matches(fn_cpu(), fn_dev())  # assert_matches zeroes the NaNs it compared
-    if got.numel():
+    if got.numel() >= 2:
         assert spy.calls >= before + (2 if twice else 1)
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, uint64
+from numba import njit, uint64
 
 from ._seal import seal
 from ._strided import _pointer
@@ -194,41 +194,6 @@ def copy_planes(
             _deinterleave(dst, d, ds0, src, s, planes, n)
         else:
             _move_block(dst, d, ds0, ds1, src, s, ss0, ss1, count, width, n)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def copy_planes_parallel(
-    dst: np.ndarray,
-    dst_base: int,
-    dst_strides: np.ndarray,
-    src: np.ndarray,
-    src_base: int,
-    src_strides: np.ndarray,
-    shape: np.ndarray,
-    width: int,
-    block: int,
-    blocks: int,
-    slices: int,
-) -> None:
-    """``copy_planes`` over ``slices`` equal parts of the ``blocks`` blocks in parallel.
-
-    Consecutive blocks are neighbours in both operands, so each thread moves one run of
-    the destination (``at::parallel_for`` over the block range).
-    """
-    for part in prange(slices):
-        copy_planes(
-            dst,
-            dst_base,
-            dst_strides,
-            src,
-            src_base,
-            src_strides,
-            shape,
-            width,
-            block,
-            part * blocks // slices,
-            (part + 1) * blocks // slices,
-        )
 
 
 @njit(cache=True, nogil=True)

@@ -13,16 +13,16 @@ through float32, integers by wrapping.
 
 Walks, picked by the caller: ``inner`` (each output reduces its own span), ``outer`` (the
 fastest kept dim is the input's fastest: a row of accumulators advances together, contiguous
-loads), their ``*_parallel_at`` forms (``prange`` over outputs, or over chunks of the fastest
-kept dim), and ``split_parallel_at`` (one output, its span cut in chunks reduced on threads
-and combined in order).
+loads), each over a range of outputs that ``reduction.run`` cuts in runs for threads, and
+``split_part_at`` / ``split_store_at`` (one output, its span cut in chunks reduced on
+threads and combined in order).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import overload
 
 from ._elementwise_loops import (
@@ -46,7 +46,6 @@ BLOCK = 4096
 OUTER_CHUNK = 512
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
-_PARALLEL = {**_JIT, "parallel": True}
 
 
 def widen(arr, i, fmt):
@@ -409,70 +408,48 @@ def outer_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, i
     outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b)
 
 
-@njit(**_PARALLEL)
-def inner_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
-                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
-    """``inner_at`` with outputs ``a .. b`` spread over threads."""
-    out = numba.carray(_pointer(out_addr, out_lane), out_units)
+@njit(**_JIT)
+def split_part_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
+                  kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, partial,
+                  p_begin, p_end):  # fmt: skip
+    """One output (no kept dims) whose span is cut in ``partial.shape[0]`` equal chunks:
+    chunks ``p_begin .. p_end`` reduced into ``partial`` (``split_store_at`` combines)."""
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     nred = 1
     for d in range(rshape.shape[0]):
         nred *= rshape[d]
-    for o in prange(a, b):
-        out_off, in_off = _kept_offsets(o, kshape, kout, kin)
-        acc = reduce_span(inp, ibase + in_off, rshape, rin, 0, nred, fmt_in, op)
-        put(out, obase + out_off, acc, fmt_out, op, div)
+    parts = partial.shape[0]
+    size = (nred + parts - 1) // parts
+    for p in range(p_begin, p_end):
+        begin = p * size
+        end = min(begin + size, nred)
+        if begin < end:
+            partial[p] = reduce_span(inp, ibase, rshape, rin, begin, end, fmt_in, op)
 
 
-@njit(**_PARALLEL)
-def outer_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
-                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
-    """``outer_at`` with chunks of ``OUTER_CHUNK`` along kept dim 0 spread over threads."""
+@njit(**_JIT)
+def split_store_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
+                   kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
+                   partial):  # fmt: skip
+    """The output of ``split_part_at``'s chunks: their results combined in chunk order (the
+    chunks past the span's end, when it is shorter than one per chunk, are skipped)."""
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
-    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
-    chunks = (b - a + OUTER_CHUNK - 1) // OUTER_CHUNK
-    for c in prange(chunks):
-        begin = a + c * OUTER_CHUNK
-        outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op,
-              div, begin, min(begin + OUTER_CHUNK, b))  # fmt: skip
-
-
-@njit(**_PARALLEL)
-def split_parallel_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
-                      kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
-    """One output (no kept dims) whose span is cut in ``a`` chunks reduced on threads, the
-    partial results combined in chunk order (``b`` unused)."""
-    out = numba.carray(_pointer(out_addr, out_lane), out_units)
-    inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     nred = 1
     for d in range(rshape.shape[0]):
         nred *= rshape[d]
-    size = (nred + a - 1) // a
-    partial = acc_array(inp, a)
-    for p in prange(a):
-        partial[p] = _split_part(inp, ibase, rshape, rin, p, size, nred, fmt_in, op)
+    parts = partial.shape[0]
+    size = (nred + parts - 1) // parts
     acc = partial[0]
-    for p in range(1, a):
+    for p in range(1, parts):
         if p * size < nred:
             acc = combine(acc, partial[p], op)
     _store(out, obase, acc, fmt_out, op, div)
 
 
 @njit(**_JIT)
-def _split_part(inp, base, rshape, rin, p, size, nred, fmt, op):
-    # A call, not the body inlined into the parfor: inlined, the span ran some 60x slower
-    # (numba 0.68; measured 12 ms against 0.2 ms for 4M float32). The store of its result
-    # stays in the parfor: an array written only inside a callee lost its writes there.
-    begin = p * size
-    end = min(begin + size, nred)
-    if begin < end:
-        return reduce_span(inp, base, rshape, rin, begin, end, fmt, op)
-    return acc_zero(inp)  # past the end: never combined
-
-
-@njit(**_JIT)
 def _store(out, i, acc, fmt, op, div):
-    # ``put`` through a call: inlined after a parfor (numba 0.68), its store was lost.
+    # ``put`` through a call: inlined into split_store_at (numba 0.68), its store to the
+    # array made from an address was lost (tests/kernels/test_reduction_parallel.py).
     put(out, i, acc, fmt, op, div)
 
 

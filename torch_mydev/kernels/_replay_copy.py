@@ -21,6 +21,19 @@ from ._seal import seal
 from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
 
 
+def pack(shape, dst_units: int, src_units: int, width: int, tail: tuple, dst_strides,
+         src_strides) -> np.ndarray:  # fmt: skip
+    """The parameter block of a strided copy entry (the one definition of its layout): ndim,
+    the extents of destination and source in units, ``width``, three loop words (``tail``:
+    ``begin, end`` of a range; ``tile`` or ``block``, then the first and last tile or block),
+    then ``shape``, ``dst_strides`` and ``src_strides`` (in units)."""
+    tail = (*tail, 0, 0, 0)[:3]
+    return np.array(
+        [len(shape), dst_units, src_units, width, *tail, *shape, *dst_strides, *src_strides],
+        dtype=np.int64,
+    )
+
+
 @numba.njit(inline="always", **JIT)
 def _copy_words(params, ndim):
     """A copy block's 7 head words, ``shape``, ``dst_strides`` and ``src_strides``."""

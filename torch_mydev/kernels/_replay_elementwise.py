@@ -21,6 +21,33 @@ from ._replay_abi import pointer_of as _pointer_of
 META_WORDS = 8
 
 
+def pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
+    """The parameter block the entries read: ndim, meta (``META_WORDS`` words), shape,
+    strides, then the compute value's bytes (the one definition of its layout)."""
+    ndim = shape.shape[0]
+    head = 1 + META_WORDS + ndim + strides.size
+    params = np.zeros(head + 2, dtype=np.int64)
+    params[0] = ndim
+    params[1 : 1 + meta.shape[0]] = meta
+    params[1 + META_WORDS : 1 + META_WORDS + ndim] = shape
+    params[1 + META_WORDS + ndim : head] = strides.reshape(-1)
+    if value is not None:
+        raw = np.frombuffer(np.asarray(value).tobytes(), dtype=np.uint8)
+        params.view(np.uint8)[8 * head : 8 * head + raw.size] = raw
+    return params
+
+
+def entry(kind: str, args: tuple) -> int:
+    """The C entry of ``<kind>_at`` (``binary``, ``compare``, ``unary``) for the lane types
+    and compute value of its arguments after the addresses (``Prepared.args``)."""
+    if kind == "binary":
+        out_t, a_t, b_t, *_, value = args
+        return binary_entry(out_t.dtype.type, a_t.dtype.type, b_t.dtype.type, type(value))
+    if kind == "compare":
+        return compare_entry(args[0].dtype.type, args[1].dtype.type)
+    return unary_entry(args[0].dtype.type)
+
+
 @functools.cache
 def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
     """The address of ``binary_at``'s C entry for these lane types and compute value type."""

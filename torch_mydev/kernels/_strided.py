@@ -6,18 +6,20 @@ and an element stored at an offset its own size does not divide is moved in smal
 The loops know nothing about dtypes: a cast is a gather into a staging buffer, a conversion,
 and a scatter, each of which is one of these copies (see ``copy.py``).
 
-Three traversals, all in TensorIterator order (dim 0 fastest):
+Two traversals, both in TensorIterator order (dim 0 fastest):
 
 - ``copy_range``: linear iteration indices ``[begin, end)``, like
   ``at::internal::serial_for_each`` with a ``DimCounter``: start from the multi-index of
   ``begin``, run along dim 0 to the end of the row (or of the range), carry into the outer
   dims. A run whose both strides are one element is a plain counted loop LLVM vectorises.
-- ``copy_parallel``: ``prange`` over equal slices of the linear range, each slice one
-  ``copy_range`` -- ``at::parallel_for`` over ``numel`` feeding ``serial_for_each``. Slicing
-  the linear range rather than the outermost dim keeps the work balanced whatever the shape.
-- ``copy_tiles`` / ``copy_tiles_parallel``: the transpose-like case (destination contiguous
-  along dim 0, source contiguous along dim 1) walked in square tiles so both sides stay in
-  cache; outer dims (2 and up) are batch dims enumerated with the tiles.
+- ``copy_tiles``: the transpose-like case (destination contiguous along dim 0, source
+  contiguous along dim 1) walked in square tiles so both sides stay in cache; outer dims
+  (2 and up) are batch dims enumerated with the tiles.
+
+Each takes the part of its range it walks (indices, tiles), so a large copy runs as a few
+calls on threads (``threads.parallel_for``: ``at::parallel_for`` feeding
+``serial_for_each``); a run of the linear range rather than of the outermost dim keeps the
+work balanced whatever the shape.
 
 Offsets and strides are in units; shape and strides come as int64 arrays, so numba compiles
 one specialisation per unit type, whatever the number of dims.
@@ -31,16 +33,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, types, uint64
+from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._seal import seal
-
-
-def numba_threads() -> int:
-    """Threads a parallel loop uses (``numba.get_num_threads``): one slice each."""
-    return numba.get_num_threads()
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -116,30 +113,6 @@ def copy_range(
             dim += 1
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def copy_parallel(
-    dst: np.ndarray,
-    dst_base: int,
-    dst_strides: np.ndarray,
-    src: np.ndarray,
-    src_base: int,
-    src_strides: np.ndarray,
-    shape: np.ndarray,
-    width: int,
-    numel: int,
-    slices: int,
-) -> None:
-    """``copy_range`` over ``slices`` equal parts of ``[0, numel)`` in parallel.
-
-    Mirrors ``at::parallel_for(0, numel, grain, serial_for_each)``; the slices are disjoint in
-    the iteration space, and the caller guarantees the destination does not overlap itself.
-    """
-    for part in prange(slices):
-        begin = part * numel // slices
-        end = (part + 1) * numel // slices
-        copy_range(dst, dst_base, dst_strides, src, src_base, src_strides, shape, width, begin, end)
-
-
 @njit(cache=True, nogil=True)
 def copy_tiles(
     dst: np.ndarray,
@@ -188,41 +161,6 @@ def copy_tiles(
         s_off += b0 * ss0
         for i1 in range(t1 * tile, min(t1 * tile + tile, n1)):
             _copy_run(dst, d_off + i1 * ds1, ds0, src, s_off + i1 * ss1, ss0, n, width)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def copy_tiles_parallel(
-    dst: np.ndarray,
-    dst_base: int,
-    dst_strides: np.ndarray,
-    src: np.ndarray,
-    src_base: int,
-    src_strides: np.ndarray,
-    shape: np.ndarray,
-    width: int,
-    tile: int,
-    slices: int,
-) -> None:
-    """``copy_tiles`` over ``slices`` equal parts of the tile range in parallel."""
-    tiles = ((shape[0] + tile - 1) // tile) * ((shape[1] + tile - 1) // tile)
-    for dim in range(2, shape.shape[0]):
-        tiles *= shape[dim]
-    for part in prange(slices):
-        t_begin = part * tiles // slices
-        t_end = (part + 1) * tiles // slices
-        copy_tiles(
-            dst,
-            dst_base,
-            dst_strides,
-            src,
-            src_base,
-            src_strides,
-            shape,
-            width,
-            tile,
-            t_begin,
-            t_end,
-        )
 
 
 @intrinsic

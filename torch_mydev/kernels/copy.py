@@ -56,13 +56,12 @@ processes.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 import numpy as np
 import torch
 
+from . import threads
 from .cast import converters
 from .copy_loops import (
     CAST_CHUNK,
@@ -104,8 +103,6 @@ __all__ = [
 ]
 
 _convert: ModuleType | None = None
-_pool: ThreadPoolExecutor | None = None
-_pool_key: tuple[int, int] | None = None
 
 
 def _load() -> tuple[ModuleType, ModuleType]:
@@ -194,7 +191,6 @@ def _copy_cast(dst: Operand, src: Operand, shape: tuple[int, ...], vector_nan: b
     iteration order, then casts that into the destination: the chunked gather alone would
     read the source with a large stride, or in runs of a few elements.
     """
-    loops = load_strided()
     numel = math.prod(shape)
     src_itemsize = layout_of(src.dtype).itemsize
     dst_itemsize = layout_of(dst.dtype).itemsize
@@ -215,23 +211,19 @@ def _copy_cast(dst: Operand, src: Operand, shape: tuple[int, ...], vector_nan: b
         return
     workers = 1
     if parallel_allowed(numel):
-        workers = min(loops.numba_threads(), -(-numel // CAST_CHUNK))
+        workers = min(threads.count(), -(-numel // CAST_CHUNK))
     chunk = min(CAST_CHUNK, numel)
     if _unstaged(dst, src, shape):
         chunk = -(-numel // workers)  # nothing to stage: one call per worker
     chunks = -(-numel // chunk)
-    if workers <= 1:
-        _cast_range(dst, src, shape, chunk, vector_nan, 0, numel)
-        return
     # The numba loops release the GIL: threads, each on its own run of whole chunks.
-    bounds = [min(numel, (w * chunks // workers) * chunk) for w in range(workers + 1)]
-    pool = _thread_pool(workers)
-    futures = [
-        pool.submit(_cast_range, dst, src, shape, chunk, vector_nan, bounds[w], bounds[w + 1])
-        for w in range(workers)
-    ]
-    for future in futures:
-        future.result()
+    threads.parallel_for(
+        chunks,
+        lambda first, last: _cast_range(
+            dst, src, shape, chunk, vector_nan, first * chunk, min(numel, last * chunk)
+        ),
+        workers,
+    )
 
 
 def _unstaged(dst: Operand, src: Operand, shape: tuple[int, ...]) -> bool:
@@ -270,16 +262,6 @@ def _cast_range(
         target = dst_side.target(first, last)
         writer(target, canonical, last - first)
         dst_side.scatter(loops, first, last)
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """This process's cast threads (a forked child gets its own: threads do not survive a fork)."""
-    global _pool, _pool_key
-    key = (os.getpid(), workers)
-    if _pool is None or _pool_key != key:
-        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mydev-cast")
-        _pool_key = key
-    return _pool
 
 
 class _Side:

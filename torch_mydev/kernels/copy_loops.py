@@ -13,13 +13,13 @@ from __future__ import annotations
 import ctypes
 import math
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 
+from . import threads
 from .dtypes import layout_of
 from .operand import Operand
 
@@ -59,7 +59,6 @@ UNIT_LANES = {
 
 _loops: ModuleType | None = None
 _planes: ModuleType | None = None
-_parallel_lock = threading.Lock()
 _parallel_pid: int | None = None
 
 
@@ -243,7 +242,7 @@ def parallel_allowed(numel: int) -> bool:
     """Parallel above the threshold, in the process that first went parallel only.
 
     numba's OpenMP layer terminates a forked child that launches a parallel region after its
-    parent did, so a child (a DataLoader worker, say) copies serially.
+    parent did, so a child (a DataLoader worker, say) runs its loops serially.
     """
     global _parallel_pid
     if numel < PARALLEL_MIN_NUMEL:
@@ -396,25 +395,57 @@ def run_loop(loop: Loop, dst: np.ndarray, dst_base: int, src: np.ndarray, src_ba
         loop.shape,
         loop.width,
     )
-    planes = load_planes() if loop.blocks else None
-    if parallel_allowed(loop.numel) and _parallel_lock.acquire(blocking=False):
-        try:
-            slices = loops.numba_threads()
-            if planes is not None:
-                planes.copy_planes_parallel(*args, PLANE_BLOCK, loop.blocks, slices)
-            elif loop.tiles:
-                loops.copy_tiles_parallel(*args, TILE, slices)
-            else:
-                loops.copy_parallel(*args, loop.numel, slices)
-        finally:
-            _parallel_lock.release()
-        return
-    if planes is not None:
-        planes.copy_planes(*args, PLANE_BLOCK, 0, loop.blocks)
+    if loop.blocks:
+        kind, body, count, tail = "planes", load_planes().copy_planes, loop.blocks, (PLANE_BLOCK,)
     elif loop.tiles:
-        loops.copy_tiles(*args, TILE, 0, loop.tiles)
+        kind, body, count, tail = "tiles", loops.copy_tiles, loop.tiles, (TILE,)
     else:
-        loops.copy_range(*args, 0, loop.numel)
+        kind, body, count, tail = "range", loops.copy_range, loop.numel, ()
+    if not (
+        parallel_allowed(loop.numel)
+        and threads.count() > 1
+        and _run_parallel(kind, loop, dst, dst_base, src, src_base, count, tail) is not None
+    ):
+        body(*args, *tail, 0, count)
+
+
+def _run_parallel(
+    kind: str,
+    loop: Loop,
+    dst: np.ndarray,
+    dst_base: int,
+    src: np.ndarray,
+    src_base: int,
+    count: int,
+    tail: tuple,
+) -> int | None:
+    """``loop``'s C entry (``_replay_copy.strided_entry``) over ``threads.count()`` runs of its
+    ``count`` elements, tiles or blocks, on numba's threads; None when it could not run (the
+    entry or the parallel loop compiling in the background, another region running)."""
+    from . import _replay_copy as replay
+    from .compiler import NotCompiled
+
+    try:
+        entry = replay.strided_entry(kind, dst.dtype.type)
+    except NotCompiled:
+        return None
+    unit = dst.itemsize
+    dst_address, src_address = dst.ctypes.data + dst_base * unit, src.ctypes.data + src_base * unit
+    extents = (dst.shape[0] - dst_base, src.shape[0] - src_base)
+    blocks = [
+        replay.pack(
+            loop.shape,
+            *extents,
+            loop.width,
+            (*tail, begin, end),
+            loop.dst_strides,
+            loop.src_strides,
+        )
+        for begin, end in threads.split(count, threads.count())
+    ]
+    return threads.parallel_calls(
+        [[(entry, dst_address, src_address, 0, block.ctypes.data)] for block in blocks]
+    )
 
 
 def move(

@@ -11,9 +11,9 @@ fastest-first shape (0 on broadcast dims). This module
 2. converts Python numbers into the op's compute type the way ``c10::convert`` does
    (``scalar_bytes``, through the copy kernel), e.g. ``alpha`` for ``add``;
 3. calls one of five loops: ``binary`` (add/mul/div), ``compare``, ``unary`` (neg/abs),
-   ``where`` and ``fill``; from ``PARALLEL_MIN_NUMEL`` elements (``_threshold``) their
-   parallel forms (``_elementwise_parallel``), which compute every element as the serial
-   loop does, and walk a large transposed binary plan in tiles (``_tile_of``).
+   ``where`` and ``fill``; from ``PARALLEL_MIN_NUMEL`` elements (``_threshold``) the same
+   loops over parts of the plan on threads (``elementwise_parallel``), walking a large
+   transposed binary plan in tiles (``_tile_of``).
 
 All inputs of ``binary``/``compare``/``unary`` share the common dtype (torch CPU converts the
 others first); outputs are that dtype too, except ``compare``'s bool output. Importing this
@@ -35,13 +35,10 @@ import torch
 
 from torch_mydev_rules.iterator.numbers import number_dtype, number_key
 
-from .copy_loops import (
-    PARALLEL_MIN_NUMEL,
-    TILE_MIN_SIDE,
-    _parallel_lock,
-    parallel_allowed,
-)
+from . import threads
+from .copy_loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
 from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
+from .elementwise_parallel import ParallelKernel, run_moves
 from .operand import Operand
 
 __all__ = [
@@ -96,7 +93,6 @@ PARALLEL_STREAM_MIN_NUMEL = 1 << 21
 BINARY_TILE = 128
 
 _loops: ModuleType | None = None
-_parallel_loops: ModuleType | None = None
 
 
 def _load() -> ModuleType:
@@ -164,7 +160,7 @@ def prepare_binary(
     args = (*_tokens(lanes), meta, lane_strides, shape_, scalar)
     cheap = op in ("add", "mul", *THRESHOLDS) and dtype not in _REDUCED and not dtype.is_complex
     tile = _tile_of(lane_strides, shape_)
-    return _prepared("binary", 3, args, extents, _threshold(shape_, cheap), (tile,))
+    return _prepared("binary", 3, args, extents, _threshold(shape_, cheap), tile)
 
 
 def prepare_compare(
@@ -275,7 +271,7 @@ def where(out: Operand, cond: Operand, a: Operand, b: Operand, shape: tuple[int,
         shape, out, cond, a, b, lanes=(lane, None, lane, lane)
     )
     large = math.prod(shape) >= _threshold(shape_, True)[1]
-    if not (large and _run_parallel("where", o, c, x, y, base, strides, shape_)):
+    if not (large and _run_parallel("where", (o, c, x, y), base, strides, shape_)):
         loops.where_kernel(o, c, x, y, base, strides, shape_)
 
 
@@ -292,7 +288,7 @@ def fill(out: Operand, value: np.ndarray, shape: tuple[int, ...]) -> None:
     shape_, base, strides, (o,) = _lay_out_arrays(shape, out, lanes=(lane,))
     v = np.ascontiguousarray(value).view(lane)
     large = math.prod(shape) >= _threshold(shape_, True)[1]
-    if not (large and _run_parallel("fill", o, v, base, strides, shape_)):
+    if not (large and _run_parallel("fill", (o,), base, strides, shape_, v)):
         loops.fill_kernel(o, v, base, strides, shape_)
 
 
@@ -467,16 +463,16 @@ def _prepared(
     args: tuple,
     extents: tuple[int, ...],
     size: tuple[int, int],
-    extra: tuple = (),
+    tile: int = 0,
 ) -> Prepared:
     """The serial entry point of ``<kind>_at``, or from ``size`` = (elements, threshold,
-    see ``_threshold``) a ``ParallelKernel`` that runs ``<kind>_parallel_at`` (``extra``
-    arguments after ``args``) when it may."""
+    see ``_threshold``) a ``ParallelKernel`` that runs it over parts of the plan on threads
+    (walked in tiles of ``tile`` when not 0)."""
     serial = _entry(getattr(_load(), kind + "_at"), addresses, args)
     numel, threshold = size
     if numel < threshold:
         return Prepared(serial, args, extents)
-    return Prepared(ParallelKernel(kind, serial, addresses, numel, extra), args, extents)
+    return Prepared(ParallelKernel(kind, serial, numel, tile), args, extents)
 
 
 def _tile_of(lane_strides: np.ndarray, shape: np.ndarray) -> int:
@@ -500,69 +496,14 @@ def _tile_of(lane_strides: np.ndarray, shape: np.ndarray) -> int:
     return BINARY_TILE if along0 and along1 and longer else 0
 
 
-class ParallelKernel:
-    """A prepared loop of ``numel`` >= ``PARALLEL_MIN_NUMEL`` elements, called like the serial
-    entry point it wraps: ``<kind>_parallel_at`` on ``numba_threads()`` slices of the linear
-    range, or the serial entry where a parallel region may not run (a forked child, see
-    ``copy_loops.parallel_allowed``; another thread inside a parallel loop).
-
-    The parallel form is compiled (or loaded from numba's cache) on its first run, for the
-    argument types of that run: a layout that never runs in parallel never compiles it.
-    """
-
-    __slots__ = ("addresses", "extra", "kind", "numel", "parallel", "serial")
-
-    def __init__(
-        self, kind: str, serial: Callable, addresses: int, numel: int, extra: tuple = ()
-    ) -> None:
-        self.kind = kind
-        self.serial = serial
-        self.addresses = addresses
-        self.numel = numel
-        self.extra = extra  # the parallel form's arguments after the serial ones
-        self.parallel: Callable | None = None
-
-    def __call__(self, *args: object) -> int:
-        if not (parallel_allowed(self.numel) and _parallel_lock.acquire(blocking=False)):
-            return self.serial(*args)
-        try:
-            slices = numba_threads()
-            if self.parallel is None:
-                dispatcher = getattr(_load_parallel(), self.kind + "_parallel_at")
-                types = (*args[self.addresses :], *self.extra, 1)
-                self.parallel = _entry(dispatcher, self.addresses, types)
-            return self.parallel(*args, *self.extra, slices)
-        finally:
-            _parallel_lock.release()
-
-
-def _run_parallel(kind: str, *args: object) -> bool:
-    """Run ``<kind>_parallel`` (``where``, ``fill``) on the numba arrays ``args`` when a
-    parallel region may run; False when it did not run."""
-    if not (parallel_allowed(PARALLEL_MIN_NUMEL) and _parallel_lock.acquire(blocking=False)):
+def _run_parallel(kind: str, arrays: tuple, base: np.ndarray, strides: np.ndarray,
+                  shape: np.ndarray, value: np.ndarray | None = None) -> bool:  # fmt: skip
+    """Run ``<kind>_kernel`` (``where``, ``fill``) over runs on numba's threads
+    (``elementwise_parallel.run_moves``) when a parallel region may run; False when it did
+    not run."""
+    if not parallel_allowed(PARALLEL_MIN_NUMEL) or threads.count() < 2:
         return False
-    try:
-        getattr(_load_parallel(), kind + "_parallel")(*args, numba_threads())
-    finally:
-        _parallel_lock.release()
-    return True
-
-
-def numba_threads() -> int:
-    """Slices of a parallel loop: numba's thread count (``numba.get_num_threads``)."""
-    from ._strided import numba_threads as threads
-
-    return threads()
-
-
-def _load_parallel() -> ModuleType:
-    """The parallel loops, imported when the first large op runs."""
-    global _parallel_loops
-    if _parallel_loops is None:
-        from . import load_numba_modules
-
-        (_parallel_loops,) = load_numba_modules("_elementwise_parallel")
-    return _parallel_loops
+    return run_moves(kind, arrays, base, strides, shape, value)
 
 
 def _nothing(*args: object) -> int:

@@ -10,15 +10,17 @@ exact float sum). Nothing here knows torch dispatch: bytes and a plan in, bytes 
 The walk: ``outer`` when the input's fastest kept dim is faster than its fastest reduced dim
 (``sum(0)`` of a contiguous matrix: rows of accumulators, contiguous loads), else ``inner``
 (each output over its own span). From ``PARALLEL_MIN_NUMEL`` input elements a parallel form
-runs: over outputs (``inner``), over chunks of the fastest kept dim (``outer``), or, for a
-single output, over ``SPLIT_PARTS`` chunks of its span (``split``) combined in order.
+runs on numba's threads (``threads.parallel_calls``, through the walks' C entries in
+``_part_entries``): the same walk over runs of its outputs (``inner``) or of chunks of the
+fastest kept dim (``outer``), or, for a single output, ``SPLIT_PARTS`` chunks of its span
+reduced apart and combined in order (``split``), so a float sum's bits do not depend on
+the thread count.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import NamedTuple
@@ -28,6 +30,7 @@ import torch
 
 from torch_mydev_rules.iterator.reduction import ReductionPlan
 
+from . import threads
 from .copy_loops import PARALLEL_MIN_NUMEL, parallel_allowed
 from .dtypes import layout_of
 from .operand import Operand
@@ -53,7 +56,6 @@ SPLIT_PARTS = 16
 OUTER_MIN_WIDTH = 4
 
 _loops: ModuleType | None = None
-_lock = threading.Lock()  # one parallel reduction at a time (numba's OpenMP pool)
 _entries: dict[tuple, Callable] = {}
 _tokens: dict[np.dtype, np.ndarray] = {}
 
@@ -72,8 +74,10 @@ class PreparedReduction(NamedTuple):
     """One reduction over one plan, set up once.
 
     ``serial`` / ``parallel`` are (loop name, arguments after the lanes); ``parallel`` is
-    None below the threshold. ``extents`` are the bytes from element ``[0, ..., 0]`` each of
-    output and input must hold; ``lanes`` their lane types.
+    None below the threshold, the serial walk when its outputs are cut in runs for threads,
+    or ``("split", (..., partial))`` for one output whose span is. ``extents`` are the bytes
+    from element ``[0, ..., 0]`` each of output and input must hold; ``lanes`` their lane
+    types.
     """
 
     serial: tuple[str, tuple]
@@ -131,13 +135,11 @@ def prepare(
     serial = (walk, (*common, *span))
     parallel = None
     if numel >= PARALLEL_MIN_NUMEL:
-        if outer:
-            parallel = ("outer_parallel", serial[1])
-        elif nout > 1:
-            parallel = ("inner_parallel", serial[1])
+        if outer or nout > 1:
+            parallel = serial
         else:
             parts = min(SPLIT_PARTS, max(1, numel // 4096))
-            parallel = ("split_parallel", (*common, parts, 0))
+            parallel = ("split", (*common, np.zeros(parts, _accumulator(in_lane))))
     return PreparedReduction(serial, parallel, extents, (out_lane, in_lane))
 
 
@@ -205,16 +207,76 @@ def run(prepared: PreparedReduction, out: Buffer, inp: Buffer) -> None:
         _token(out_lane),
         _token(in_lane),
     )
-    parallel = prepared.parallel is not None and parallel_allowed(PARALLEL_MIN_NUMEL)
-    if parallel and _lock.acquire(blocking=False):
-        try:
-            name, args = prepared.parallel
-            _entry(name, prepared.lanes, args)(*head, *args)
-            return
-        finally:
-            _lock.release()
+    if prepared.parallel is not None:
+        _run_parallel(prepared, head)
+        return
     name, args = prepared.serial
     _entry(name, prepared.lanes, args)(*head, *args)
+
+
+def _run_parallel(prepared: PreparedReduction, head: tuple) -> None:
+    """``prepared.parallel`` over runs of its range: the walk's outputs (``inner``), its
+    chunks of ``OUTER_CHUNK`` along the fastest kept dim (``outer``), or the chunks of one
+    output's span (``split``, then their combination in order). The runs go to numba's
+    threads through the walk's C entry (``threads.parallel_calls``); where that cannot run
+    (one thread, the entry compiling in the background, another region running) they run
+    here one after another, which writes the same bytes."""
+    name, args = prepared.parallel
+    if name == "split":
+        *common, partial = args
+        partial = np.zeros_like(partial)  # one per call: calls may run on several threads
+        _run_parts(prepared, head, "split_part", common, 0, partial.shape[0], 1, partial)
+        _entry("split_store", prepared.lanes, args)(*head, *common, partial)
+        return
+    *common, begin, end = args
+    step = _load().OUTER_CHUNK if name == "outer" else 1
+    _run_parts(prepared, head, name, common, begin, end, step)
+
+
+def _run_parts(
+    prepared: PreparedReduction,
+    head: tuple,
+    name: str,
+    common: list,
+    begin: int,
+    end: int,
+    step: int,
+    partial: np.ndarray | None = None,
+) -> None:
+    """``<name>_at`` over ``begin .. end`` cut in ``threads.count()`` runs of whole
+    ``step`` s, on numba's threads, or in one call here."""
+    tail = () if partial is None else (partial,)
+    chunks = -(-(end - begin) // step)
+    if parallel_allowed(PARALLEL_MIN_NUMEL) and threads.count() > 1 and chunks > 1:
+        from . import _part_entries as entries
+        from .compiler import NotCompiled
+
+        out_lane, in_lane = prepared.lanes
+        acc = (partial if partial is not None else np.zeros(0)).dtype.type
+        try:
+            entry = entries.walk_entry(name, out_lane.type, in_lane.type, acc)
+        except NotCompiled:
+            entry = None
+        if entry is not None:
+            blocks = [
+                entries.pack_walk(
+                    tuple(common),
+                    begin + c0 * step,
+                    min(end, begin + c1 * step),
+                    head[2:4],
+                    partial,
+                )
+                for c0, c1 in threads.split(chunks, threads.count())
+            ]
+            calls = [[(entry, head[0], head[1], 0, block.ctypes.data)] for block in blocks]
+            if threads.parallel_calls(calls) is not None:
+                return
+    _entry(name, prepared.lanes, (*common, *tail, begin, end))(*head, *common, *tail, begin, end)
+
+
+def _accumulator(lane: np.dtype) -> type:
+    """The type ``_reduction_loops.widen`` accumulates ``lane`` in."""
+    return np.float64 if lane == np.uint16 or lane.kind == "f" else np.int64
 
 
 def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:

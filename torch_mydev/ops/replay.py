@@ -47,7 +47,6 @@ TABLES["relu"] = {}
 # copy_: {signature of (dst, src): record}; clone: memory format -> {signature of src: record}
 COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
-_META_WORDS = 8
 
 
 def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
@@ -73,18 +72,13 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     if isinstance(entry.kernel, ParallelKernel) or not entry.extents[0]:
         return
     args = entry.args
+    address = loops.entry(kind, args)
     if kind == "binary":
-        out_t, a_t, b_t, meta, strides, shape, value = args
-        address = loops.binary_entry(out_t.dtype.type, a_t.dtype.type, b_t.dtype.type, type(value))
-        params = _pack(meta, strides, shape, value)
-    elif kind == "compare":
-        out_t, a_t, meta, strides, shape = args
-        address = loops.compare_entry(out_t.dtype.type, a_t.dtype.type)
-        params = _pack(meta, strides, shape)
+        *_, meta, strides, shape, value = args
+        params = loops.pack(meta, strides, shape, value)
     else:
-        lane, meta, strides, shape = args
-        address = loops.unary_entry(lane.dtype.type)
-        params = _pack(meta, strides, shape)
+        *_, meta, strides, shape = args
+        params = loops.pack(meta, strides, shape)
     extents = entry.extents
     _put(
         table,
@@ -123,21 +117,8 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
         dst_units, src_units, dst_strides, src_strides, shape, width, lane, *tail = (
             prepared.serial_args
         )
-        tail = (*tail, 0)[:3]
         address = loops.strided_entry(kind, lane.dtype.type)
-        params = np.array(
-            [
-                shape.shape[0],
-                dst_units,
-                src_units,
-                width,
-                *tail,
-                *shape,
-                *dst_strides,
-                *src_strides,
-            ],
-            dtype=np.int64,
-        )
+        params = loops.pack(shape, dst_units, src_units, width, tail, dst_strides, src_strides)
     sizes, strides, dtype, index = layout or (None, None, None, -1)
     extents = (prepared.dst_extent, prepared.src_extent)
     record = (sizes, strides, dtype, index, prepared.unit, *extents, address, params.ctypes.data)
@@ -149,22 +130,6 @@ def _put(table: dict[bytes, tuple], key: bytes, *record: object) -> None:
     if len(table) >= TABLE_SIZE:
         table.clear()
     table[key] = record
-
-
-def _pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -> np.ndarray:
-    """The parameter block ``_replay_elementwise`` reads: ndim, meta (8 words), shape, strides,
-    then the compute value's bytes."""
-    ndim = shape.shape[0]
-    head = 1 + _META_WORDS + ndim + strides.size
-    params = np.zeros(head + 2, dtype=np.int64)
-    params[0] = ndim
-    params[1 : 1 + meta.shape[0]] = meta
-    params[1 + _META_WORDS : 1 + _META_WORDS + ndim] = shape
-    params[1 + _META_WORDS + ndim : head] = strides.reshape(-1)
-    if value is not None:
-        raw = np.frombuffer(np.asarray(value).tobytes(), dtype=np.uint8)
-        params.view(np.uint8)[8 * head : 8 * head + raw.size] = raw
-    return params
 
 
 def clear() -> None:

@@ -1,0 +1,157 @@
+"""Runs a loop over parts of its range on threads: ATen's ``at::parallel_for``, two ways.
+
+``parallel_calls(parts)``: the numba loops. Each part is a list of calls of C entry points
+(``_replay_abi.C_SIGNATURE``: a serial loop told the part of its range to walk); numba's
+threads run the parts (``_parallel_calls.run_calls``, the package's one ``parallel=True``
+function, compiled once for every loop and dtype). A launch costs what numba's costs, a few
+microseconds. It runs from ``copy_loops.PARALLEL_MIN_NUMEL`` elements, in the process that
+first ran one (``copy_loops.parallel_allowed``: numba's OpenMP layer ends a forked child
+that launches after its parent did), and not while the loop or an entry is still compiling
+in the background: the caller then runs its serial loop.
+
+``parallel_for(n, body, parts)``: Python callables over runs of ``[0, n)``, the first on the
+caller and the others on this process's pool of Python threads (the casts, whose chunks
+call several numba loops each). The numba loops release the GIL; a launch costs about
+50 us here (a thread's wake-up), so the casts go parallel in chunks of ``CAST_CHUNK``.
+
+Rules, as ATen's:
+
+- One parallel region at a time: a call while another thread's region runs, or from inside
+  a part, runs its whole range on the caller (``at::parallel_for`` inside a parallel region
+  runs inline).
+- The caller returns only after every part has: when a part raises, or Ctrl-C arrives while
+  the caller waits, it still waits for the parts already running (they write into buffers
+  the caller may free), then raises.
+- A forked child makes its own pool and lock; at interpreter exit, when the pool takes no
+  new work, the parts run on the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from typing import TypeVar
+
+import numpy as np
+
+__all__ = [
+    "count",
+    "parallel_calls",
+    "parallel_for",
+    "regions",
+    "split",
+]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_key: tuple[int, int] | None = None
+_regions = 0
+_run_calls: Callable | None = None
+
+
+def count() -> int:
+    """Parts a parallel loop is cut in: numba's thread count (``numba.get_num_threads``)."""
+    import numba
+
+    return max(1, numba.get_num_threads())
+
+
+def regions() -> int:
+    """Parallel regions this process has run (tests read it to see a call went parallel)."""
+    return _regions
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``[0, n)`` in ``parts`` runs whose lengths differ by at most one, in order."""
+    return [(p * n // parts, (p + 1) * n // parts) for p in range(parts)]
+
+
+def parallel_for(n: int, body: Callable[[int, int], T], parts: int | None = None) -> list[T]:
+    """``body(begin, end)`` over ``parts`` (default ``count()``) runs of ``[0, n)``, the
+    first on the caller and the rest on threads; their results in order.
+
+    Runs ``body(0, n)`` on the caller alone (one result) when there is one part, or while
+    another parallel region runs.
+    """
+    parts = min(count() if parts is None else parts, n)
+    if parts <= 1 or not _lock.acquire(blocking=False):
+        return [body(0, n)]
+    global _regions
+    try:
+        _regions += 1
+        bounds = split(n, parts)
+        pool = _thread_pool(parts - 1)
+        futures: list[Future | None] = [_submit(pool, body, *run) for run in bounds[1:]]
+        try:
+            results = [body(*bounds[0])]
+            for future, run in zip(futures, bounds[1:], strict=True):
+                results.append(body(*run) if future is None else future.result())
+            return results
+        finally:
+            wait_all([f for f in futures if f is not None])
+    finally:
+        _lock.release()
+
+
+def parallel_calls(parts: list[list[tuple[int, int, int, int, int]]]) -> int | None:
+    """Each part's calls (C entry address and its four arguments), in order, the parts on
+    numba's threads; the largest status the entries returned. None, having called nothing,
+    while the parallel loop compiles in the background or another region runs: the caller
+    then runs serially."""
+    from torch_mydev.kernels.compiler import NotCompiled
+
+    rows = [row for calls in parts for row in calls]
+    starts = np.cumsum([0, *(len(calls) for calls in parts)], dtype=np.int64)
+    calls = np.array(rows, dtype=np.int64).reshape(len(rows), 5)
+    if not _lock.acquire(blocking=False):
+        return None
+    global _regions
+    try:
+        status = _loop()(calls, starts)
+    except NotCompiled:
+        return None
+    finally:
+        _lock.release()
+    _regions += 1
+    return int(status)
+
+
+def _loop() -> Callable:
+    """``_parallel_calls.run_calls``, imported with numba's target readied on first use."""
+    global _run_calls
+    if _run_calls is None:
+        from torch_mydev.kernels import load_numba_modules
+
+        (module,) = load_numba_modules("_parallel_calls")
+        _run_calls = module.run_calls
+    return _run_calls
+
+
+def _submit(pool: ThreadPoolExecutor, body: Callable, begin: int, end: int) -> Future | None:
+    try:
+        return pool.submit(body, begin, end)
+    except RuntimeError:  # the interpreter is exiting: the pool takes no new work
+        return None
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """This process's threads (a forked child gets its own: threads do not survive a fork)."""
+    global _pool, _pool_key
+    key = (os.getpid(), workers)
+    if _pool is None or _pool_key != key:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mydev-parallel")
+        _pool_key = key
+    return _pool
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a region running in the parent at the fork never ends here
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
