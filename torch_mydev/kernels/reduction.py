@@ -84,6 +84,7 @@ class PreparedReduction(NamedTuple):
     parallel: tuple[str, tuple] | None
     extents: tuple[int, int]
     lanes: tuple[np.dtype, np.dtype]
+    tables: dict  # (walk, parts) -> the parallel runs' call table (``_table``), made on use
 
 
 def _lanes(dtype: torch.dtype) -> tuple[np.dtype, int]:
@@ -140,7 +141,7 @@ def prepare(
         else:
             parts = min(SPLIT_PARTS, max(1, numel // 4096))
             parallel = ("split", (*common, np.zeros(parts, _accumulator(in_lane))))
-    return PreparedReduction(serial, parallel, extents, (out_lane, in_lane))
+    return PreparedReduction(serial, parallel, extents, (out_lane, in_lane), {})
 
 
 def _units(extent: int, lane: np.dtype) -> int:
@@ -248,30 +249,58 @@ def _run_parts(
     tail = () if partial is None else (partial,)
     chunks = -(-(end - begin) // step)
     if parallel_allowed(PARALLEL_MIN_NUMEL) and threads.count() > 1 and chunks > 1:
-        from . import _part_entries as entries
-        from .compiler import NotCompiled
-
-        out_lane, in_lane = prepared.lanes
-        acc = (partial if partial is not None else np.zeros(0)).dtype.type
-        try:
-            entry = entries.walk_entry(name, out_lane.type, in_lane.type, acc)
-        except NotCompiled:
-            entry = None
-        if entry is not None:
-            blocks = [
-                entries.pack_walk(
-                    tuple(common),
-                    begin + c0 * step,
-                    min(end, begin + c1 * step),
-                    head[2:4],
-                    partial,
-                )
-                for c0, c1 in threads.split(chunks, threads.count())
-            ]
-            calls = [[(entry, head[0], head[1], 0, block.ctypes.data)] for block in blocks]
-            if threads.parallel_calls(calls) is not None:
+        table = _table(prepared, head, name, common, begin, end, step, partial)
+        if table is not None:
+            calls, starts, blocks = table
+            calls = calls.copy()
+            calls[:, 1], calls[:, 2] = head[0], head[1]
+            if partial is not None:  # each call its own partial results
+                blocks = [block.copy() for block in blocks]
+                for block in blocks:
+                    block[12] = partial.ctypes.data
+                calls[:, 4] = [block.ctypes.data for block in blocks]
+            if threads.run_calls(calls, starts) is not None:
                 return
     _entry(name, prepared.lanes, (*common, *tail, begin, end))(*head, *common, *tail, begin, end)
+
+
+def _table(
+    prepared: PreparedReduction,
+    head: tuple,
+    name: str,
+    common: list,
+    begin: int,
+    end: int,
+    step: int,
+    partial: np.ndarray | None,
+) -> tuple | None:
+    """The call table of ``<name>_at`` in ``threads.count()`` runs (addresses left 0) and
+    the parameter blocks it points at, made once per prepared reduction; None while the
+    walk's C entry compiles in the background."""
+    parts = threads.count()
+    key = (name, parts)
+    table = prepared.tables.get(key)
+    if table is not None:
+        return table
+    from . import _part_entries as entries
+    from .compiler import NotCompiled
+
+    out_lane, in_lane = prepared.lanes
+    acc = (partial if partial is not None else np.zeros(0)).dtype.type
+    try:
+        entry = entries.walk_entry(name, out_lane.type, in_lane.type, acc)
+    except NotCompiled:
+        return None
+    chunks = -(-(end - begin) // step)
+    blocks = [
+        entries.pack_walk(
+            tuple(common), begin + c0 * step, min(end, begin + c1 * step), head[2:4], partial
+        )
+        for c0, c1 in threads.split(chunks, parts)
+    ]
+    calls, starts = threads.call_table([[(entry, 0, 0, 0, block.ctypes.data)] for block in blocks])
+    prepared.tables[key] = table = (calls, starts, blocks)
+    return table
 
 
 def _accumulator(lane: np.dtype) -> type:

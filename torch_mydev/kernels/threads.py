@@ -38,10 +38,12 @@ from typing import TypeVar
 import numpy as np
 
 __all__ = [
+    "call_table",
     "count",
     "parallel_calls",
     "parallel_for",
     "regions",
+    "run_calls",
     "split",
 ]
 
@@ -103,11 +105,22 @@ def parallel_calls(parts: list[list[tuple[int, int, int, int, int]]]) -> int | N
     numba's threads; the largest status the entries returned. None, having called nothing,
     while the parallel loop compiles in the background or another region runs: the caller
     then runs serially."""
-    from torch_mydev.kernels.compiler import NotCompiled
+    return run_calls(*call_table(parts))
 
+
+def call_table(parts: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarray]:
+    """``parts`` as ``run_calls`` takes them: one row a call (``int64[calls, 5]``) and the
+    first row of each part (``int64[parts + 1]``, the last one past the end)."""
     rows = [row for calls in parts for row in calls]
     starts = np.cumsum([0, *(len(calls) for calls in parts)], dtype=np.int64)
-    calls = np.array(rows, dtype=np.int64).reshape(len(rows), 5)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 5), starts
+
+
+def run_calls(calls: np.ndarray, starts: np.ndarray) -> int | None:
+    """``parallel_calls`` of a table made by ``call_table`` (a caller that repeats a layout
+    keeps its table and sets the addresses in it)."""
+    from torch_mydev.kernels.compiler import NotCompiled
+
     if not _lock.acquire(blocking=False):
         return None
     global _regions
