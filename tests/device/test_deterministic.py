@@ -143,7 +143,12 @@ CACHED = _C.HUGE_PAGE_MIN_BYTES
 
 
 def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
-    """A tensor from ``make`` over the block a freed tensor of 7s just gave back."""
+    """A tensor from ``make`` over the block a freed tensor of 7s just gave back.
+
+    The allocator's cache is emptied first: a cache that earlier tests of the process had
+    filled to its limit keeps no more blocks, and another kept block of the size could be
+    handed out instead."""
+    torch.mydev.empty_cache()
     block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
     address = block.data_ptr()
     del block

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from torch_mydev.kernels import copy as kcopy
 from torch_mydev.kernels import parts, threads
+from torch_mydev.kernels.compiler import NotCompiled
 from torch_mydev.kernels.operand import Operand
 
 
@@ -193,3 +194,30 @@ def test_split_is_balanced_and_covers_the_range():
         lengths = [e - b for b, e in runs]
         assert max(lengths) - min(lengths) <= 1
     assert np.sum([e - b for b, e in threads.split(100, 7)]) == 100
+
+
+def test_while_the_parallel_loop_compiles_a_copy_runs_serially(monkeypatch):
+    """In background mode a loop not yet compiled raises ``NotCompiled`` (the compiler
+    process is at it): the copy then runs its serial loop, exactly, in no region."""
+
+    def compiling(*args):
+        raise NotCompiled("run_calls is compiling in the background")
+
+    monkeypatch.setattr(threads, "count", lambda: 2)
+    monkeypatch.setattr(threads, "_loop", lambda: compiling)
+    assert _transpose() == (True, 0)
+
+
+def test_while_an_entry_compiles_the_reduction_runs_its_parts_in_order(monkeypatch):
+    from torch_mydev.kernels import _part_entries
+
+    def compiling(*args):
+        raise NotCompiled("the walk's C entry is compiling in the background")
+
+    # whole numbers: every order of the additions gives CPU's sums exactly
+    x = torch.arange(301 * 517, dtype=torch.float32).reshape(301, 517) % 11
+    monkeypatch.setattr(threads, "count", lambda: 2)
+    monkeypatch.setattr(_part_entries, "walk_entry", compiling)
+    before = threads.regions()
+    got = x.to("mydev").sum(1).cpu()
+    assert threads.regions() == before and torch.equal(got, x.sum(1))

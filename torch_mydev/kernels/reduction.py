@@ -248,8 +248,13 @@ def _run_parts(
     ``step`` s, on numba's threads, or in one call here."""
     tail = () if partial is None else (partial,)
     chunks = -(-(end - begin) // step)
-    if parallel_allowed(PARALLEL_MIN_NUMEL) and threads.count() > 1 and chunks > 1:
-        table = _table(prepared, head, name, common, begin, end, step, partial)
+    parts = threads.count()
+    if parallel_allowed(PARALLEL_MIN_NUMEL) and parts > 1 and chunks > 1:
+        runs = [
+            (begin + c0 * step, min(end, begin + c1 * step))
+            for c0, c1 in threads.split(chunks, parts)
+        ]
+        table = _table(prepared, name, tuple(common), head[2:4], runs, partial)
         if table is not None:
             calls, starts, blocks = table
             calls = calls.copy()
@@ -266,19 +271,16 @@ def _run_parts(
 
 def _table(
     prepared: PreparedReduction,
-    head: tuple,
     name: str,
-    common: list,
-    begin: int,
-    end: int,
-    step: int,
+    common: tuple,
+    units: tuple[int, int],
+    runs: list[tuple[int, int]],
     partial: np.ndarray | None,
 ) -> tuple | None:
-    """The call table of ``<name>_at`` in ``threads.count()`` runs (addresses left 0) and
-    the parameter blocks it points at, made once per prepared reduction; None while the
+    """The call table of ``<name>_at`` over ``runs`` (addresses left 0) and the parameter
+    blocks it points at, made once per prepared reduction and run count; None while the
     walk's C entry compiles in the background."""
-    parts = threads.count()
-    key = (name, parts)
+    key = (name, len(runs))
     table = prepared.tables.get(key)
     if table is not None:
         return table
@@ -291,13 +293,7 @@ def _table(
         entry = entries.walk_entry(name, out_lane.type, in_lane.type, acc)
     except NotCompiled:
         return None
-    chunks = -(-(end - begin) // step)
-    blocks = [
-        entries.pack_walk(
-            tuple(common), begin + c0 * step, min(end, begin + c1 * step), head[2:4], partial
-        )
-        for c0, c1 in threads.split(chunks, parts)
-    ]
+    blocks = [entries.pack_walk(common, begin, end, units, partial) for begin, end in runs]
     calls, starts = threads.call_table([[(entry, 0, 0, 0, block.ctypes.data)] for block in blocks])
     prepared.tables[key] = table = (calls, starts, blocks)
     return table
