@@ -239,13 +239,14 @@ def dense_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 def parallel_allowed(numel: int) -> bool:
-    """Parallel above the threshold, in the process that first went parallel only.
+    """Parallel above the threshold, with two threads or more (``threads.count``), in the
+    process that first went parallel only.
 
     numba's OpenMP layer terminates a forked child that launches a parallel region after its
     parent did, so a child (a DataLoader worker, say) runs its loops serially.
     """
     global _parallel_pid
-    if numel < PARALLEL_MIN_NUMEL:
+    if numel < PARALLEL_MIN_NUMEL or threads.count() < 2:
         return False
     if _parallel_pid is None:
         _parallel_pid = os.getpid()
@@ -403,7 +404,6 @@ def run_loop(loop: Loop, dst: np.ndarray, dst_base: int, src: np.ndarray, src_ba
         kind, body, count, tail = "range", loops.copy_range, loop.numel, ()
     if not (
         parallel_allowed(loop.numel)
-        and threads.count() > 1
         and _run_parallel(kind, loop, dst, dst_base, src, src_base, count, tail) is not None
     ):
         body(*args, *tail, 0, count)

@@ -35,7 +35,6 @@ import torch
 
 from torch_mydev_rules.iterator.numbers import number_dtype, number_key
 
-from . import threads
 from .copy_loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
 from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
 from .elementwise_parallel import ParallelKernel, run_moves
@@ -501,7 +500,7 @@ def _run_parallel(kind: str, arrays: tuple, base: np.ndarray, strides: np.ndarra
     """Run ``<kind>_kernel`` (``where``, ``fill``) over runs on numba's threads
     (``elementwise_parallel.run_moves``) when a parallel region may run; False when it did
     not run."""
-    if not parallel_allowed(PARALLEL_MIN_NUMEL) or threads.count() < 2:
+    if not parallel_allowed(PARALLEL_MIN_NUMEL):
         return False
     return run_moves(kind, arrays, base, strides, shape, value)
 

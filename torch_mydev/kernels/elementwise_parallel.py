@@ -88,7 +88,7 @@ class ParallelKernel:
         self.parts: tuple | None = None  # (args it was laid out for, entry, runs of boxes)
 
     def __call__(self, *args: object) -> int:
-        if not parallel_allowed(self.numel) or threads.count() < 2:
+        if not parallel_allowed(self.numel):
             return self.serial(*args)
         k = len(self.lane_args)
         addresses, rest = args[:k], args[k:]

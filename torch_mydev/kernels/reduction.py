@@ -248,11 +248,10 @@ def _run_parts(
     ``step`` s, on numba's threads, or in one call here."""
     tail = () if partial is None else (partial,)
     chunks = -(-(end - begin) // step)
-    parts = threads.count()
-    if parallel_allowed(PARALLEL_MIN_NUMEL) and parts > 1 and chunks > 1:
+    if parallel_allowed(PARALLEL_MIN_NUMEL) and chunks > 1:
         runs = [
             (begin + c0 * step, min(end, begin + c1 * step))
-            for c0, c1 in threads.split(chunks, parts)
+            for c0, c1 in threads.split(chunks, threads.count())
         ]
         table = _table(prepared, name, tuple(common), head[2:4], runs, partial)
         if table is not None:
@@ -288,7 +287,7 @@ def _table(
     from .compiler import NotCompiled
 
     out_lane, in_lane = prepared.lanes
-    acc = (partial if partial is not None else np.zeros(0)).dtype.type
+    acc = np.float64 if partial is None else partial.dtype.type  # only a split reads it
     try:
         entry = entries.walk_entry(name, out_lane.type, in_lane.type, acc)
     except NotCompiled:
