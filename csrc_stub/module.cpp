@@ -1,9 +1,9 @@
 // torch_mydev._C: the Python bindings of the stub (allocation primitive, statistics,
 // generator). Python-facing names start with an underscore; torch_mydev wraps them.
 #include "mydev.h"
+#include "python_args.h"
 
 #include <ATen/EmptyTensor.h>
-#include <c10/core/impl/COW.h>
 // Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
 // depends on that value.
 #pragma GCC diagnostic push
@@ -15,7 +15,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/util/SmallVector.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/version.h>
 
 namespace mydev {
@@ -96,162 +96,6 @@ pybind11::dict host_stats_dict() {
   d["num_host_alloc"] = s.num_host_alloc;
   d["num_host_free"] = s.num_host_free;
   return d;
-}
-
-// What the per-call path of a Python kernel reads of its tensors, in one call instead of
-// about ten attribute reads per tensor (each a round trip through Python's bindings):
-//
-//   _signature(t0, t1, ...) -> (signature, flags, data_ptr0, storage_ptr0, storage_nbytes0,
-//                               data_ptr1, ...)
-//
-// `signature` is a bytes object that equals another call's exactly when every tensor has the
-// same sizes, strides, dtype, device (CPU or mydev) and lazy conjugate/negative bits: a
-// dictionary key for what a kernel decides from layouts alone, never decoded. `flags` ORs
-// kFlagConj / kFlagNeg over the tensors, and kFlagCow when a storage is copy-on-write
-// (Tensor._lazy_clone; not part of the key): a per-call path that writes a tensor then goes
-// to the general path, which materialises what it writes first. The addresses are read
-// through const access, so reading them materialises nothing. None when any argument is not
-// a strided tensor with storage in host memory (CPU or mydev): the caller then takes its
-// general path, which raises the right error. Reads metadata only: no layout rule lives here.
-constexpr int64_t kFlagConj = 1;
-constexpr int64_t kFlagNeg = 2;
-constexpr int64_t kFlagCow = 4;
-
-constexpr Py_ssize_t kMaxTensors = 8;
-using LayoutKey = c10::SmallVector<int64_t, 64>;
-
-// Reads the tensors `args[0..n)` into `tensors` and their layout key into `key` (the
-// `signature` bytes, as int64 words), OR-ing their lazy bits into `flags_any`. False when a
-// tensor is not a strided host tensor with storage (the caller answers None); raises
-// TypeError (returns false with the error set and `error` true) for a non-tensor.
-bool read_layouts(
-    PyObject* const* args,
-    Py_ssize_t n,
-    const at::Tensor** tensors,
-    LayoutKey& key,
-    int64_t& flags_any,
-    bool& error) {
-  error = false;
-  size_t words = 0;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!THPVariable_Check(args[i])) {
-      PyErr_SetString(PyExc_TypeError, "_signature takes tensors only");
-      error = true;
-      return false;
-    }
-    const at::Tensor& t = THPVariable_Unpack(args[i]);
-    if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage()) {
-      return false;
-    }
-    const c10::DeviceType type = t.device().type();
-    if (type != c10::DeviceType::CPU && type != kDeviceType) {
-      return false;
-    }
-    tensors[i] = &t;
-    words += 2 + 2 * static_cast<size_t>(t.dim());
-  }
-  key.resize(words);
-  size_t w = 0;
-  flags_any = 0;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const at::Tensor& t = *tensors[i];
-    const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
-    flags_any |= flags;
-    if (c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
-      flags_any |= kFlagCow;
-    }
-    // 0 on CPU, 1 + the index on mydev.
-    const int64_t device =
-        t.device().type() == kDeviceType ? 1 + static_cast<int64_t>(t.device().index()) : 0;
-    // One word of ndim, dtype, device and flags, one of 0 (room for later facts), then sizes
-    // and strides.
-    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (device << 32) |
-        (flags << 48);
-    key[w++] = 0;
-    for (const int64_t size : t.sizes()) {
-      key[w++] = size;
-    }
-    for (const int64_t stride : t.strides()) {
-      key[w++] = stride;
-    }
-  }
-  return true;
-}
-
-PyObject* key_bytes(const LayoutKey& key) {
-  return PyBytes_FromStringAndSize(
-      reinterpret_cast<const char*>(key.data()),
-      static_cast<Py_ssize_t>(key.size() * sizeof(int64_t)));
-}
-
-uintptr_t start_of(const at::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.storage().data()) +
-      static_cast<uintptr_t>(t.storage_offset() * t.element_size());
-}
-
-PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  if (nargs < 1 || nargs > kMaxTensors) {
-    PyErr_SetString(PyExc_TypeError, "_signature takes 1 to 8 tensors");
-    return nullptr;
-  }
-  const at::Tensor* tensors[kMaxTensors];
-  LayoutKey key;
-  int64_t flags_any = 0;
-  bool error = false;
-  if (!read_layouts(args, nargs, tensors, key, flags_any, error)) {
-    if (error) {
-      return nullptr;
-    }
-    Py_RETURN_NONE;
-  }
-  PyObject* result = PyTuple_New(2 + 3 * nargs);
-  if (result == nullptr) {
-    return nullptr;
-  }
-  PyTuple_SET_ITEM(result, 0, key_bytes(key));
-  PyTuple_SET_ITEM(result, 1, PyLong_FromLongLong(flags_any));
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
-    const at::Tensor& t = *tensors[i];
-    const c10::Storage& storage = t.storage();
-    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(start_of(t)));
-    PyTuple_SET_ITEM(
-        result,
-        3 + 3 * i,
-        PyLong_FromUnsignedLongLong(reinterpret_cast<uintptr_t>(storage.data())));
-    PyTuple_SET_ITEM(result, 4 + 3 * i, PyLong_FromSize_t(storage.nbytes()));
-  }
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); ++i) {
-    if (PyTuple_GET_ITEM(result, i) == nullptr) {
-      Py_DECREF(result);
-      return nullptr;
-    }
-  }
-  return result;
-  END_HANDLE_TH_ERRORS
-}
-
-
-// Reads a sequence of Python ints (tuple, list, torch.Size) into `out`; false with a
-// TypeError set when it is not one.
-bool read_ints(PyObject* seq, const char* what, c10::SmallVector<int64_t, 8>& out) {
-  PyObject* fast = PySequence_Fast(seq, what);
-  if (fast == nullptr) {
-    return false;
-  }
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-  PyObject** items = PySequence_Fast_ITEMS(fast);
-  out.resize(static_cast<size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const long long value = PyLong_AsLongLong(items[i]);
-    if (value == -1 && PyErr_Occurred()) {
-      Py_DECREF(fast);
-      return false;
-    }
-    out[static_cast<size_t>(i)] = value;
-  }
-  Py_DECREF(fast);
-  return true;
 }
 
 // _empty_strided(sizes, strides, dtype, index): `empty_strided` for Python, without pybind's
@@ -338,179 +182,6 @@ PyObject* event_elapsed_time(PyObject* /*module*/, PyObject* const* args, Py_ssi
   END_HANDLE_TH_ERRORS
 }
 
-// The record `table` holds for the layout key of the tensors `args[0..n)` (read into
-// `tensors`), borrowed; nullptr when there is none to use (not host strided tensors, a lazy
-// bit, no record) or, with a Python error set, on an error.
-PyObject* find_record(
-    PyObject* table, PyObject* const* args, Py_ssize_t n, const at::Tensor** tensors) {
-  LayoutKey key;
-  int64_t flags_any = 0;
-  bool error = false;
-  if (!read_layouts(args, n, tensors, key, flags_any, error) || flags_any != 0) {
-    return nullptr;
-  }
-  PyObject* lookup = key_bytes(key);
-  if (lookup == nullptr) {
-    return nullptr;
-  }
-  PyObject* record = PyDict_GetItemWithError(table, lookup);  // borrowed
-  Py_DECREF(lookup);
-  return record;
-}
-
-// The new output a record describes in its first four fields (sizes, strides, dtype,
-// device index), allocated into `out`; false with a Python error set on a bad record.
-bool new_from_record(PyObject* record, at::Tensor& out) {
-  c10::SmallVector<int64_t, 8> sizes;
-  c10::SmallVector<int64_t, 8> strides;
-  if (!read_ints(PyTuple_GET_ITEM(record, 0), "_replay: record sizes", sizes) ||
-      !read_ints(PyTuple_GET_ITEM(record, 1), "_replay: record strides", strides)) {
-    return false;
-  }
-  PyObject* dtype = PyTuple_GET_ITEM(record, 2);
-  TORCH_CHECK(THPDtype_Check(dtype), "_replay: bad record dtype");
-  const long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 3));
-  if (index == -1 && PyErr_Occurred()) {
-    return false;
-  }
-  out = empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
-  return true;
-}
-
-// _replay(table, a[, b]): the per-call path of an elementwise call signature Python has
-// recorded (torch_mydev/ops/replay.py), in one call. `table` maps a layout key (the
-// `_signature` bytes of the tensors) to a record
-//   (sizes, strides, dtype, device, entry, params, extent_a, extent_b)
-// made from the op's Python entry: the new output's layout, the address of a numba C entry
-// `int64(out, a, b, params)` of the loop and of its packed parameters, and how many bytes
-// each input's storage must hold from its first element. A hit allocates the output and
-// runs the loop; anything else (not tensors, a lazy bit, no record, a storage too small)
-// answers None and the Python path runs. Decides nothing: every fact came from Python.
-PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  if (nargs < 2 || nargs > 3 || !PyDict_CheckExact(args[0])) {
-    PyErr_SetString(PyExc_TypeError, "_replay(table, a[, b])");
-    return nullptr;
-  }
-  const Py_ssize_t n = nargs - 1;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!THPVariable_Check(args[1 + i])) {
-      Py_RETURN_NONE;  // a Python number: the Python path
-    }
-  }
-  const at::Tensor* tensors[2];
-  PyObject* record = find_record(args[0], args + 1, n, tensors);
-  if (record == nullptr) {
-    return PyErr_Occurred() ? nullptr : Py_NewRef(Py_None);
-  }
-  TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 8, "_replay: bad record");
-  uintptr_t starts[2] = {0, 0};
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const at::Tensor& t = *tensors[i];
-    starts[i] = start_of(t);
-    const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
-    const long long extent = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 6 + i));
-    if (extent < 0 || end < starts[i] || end - starts[i] < static_cast<uintptr_t>(extent)) {
-      if (PyErr_Occurred()) {
-        return nullptr;
-      }
-      Py_RETURN_NONE;  // a storage smaller than the layout: the Python path raises
-    }
-  }
-  const auto entry = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(record, 4));
-  const auto params = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 5));
-  if (PyErr_Occurred()) {
-    return nullptr;
-  }
-  at::Tensor out;
-  if (!new_from_record(record, out)) {
-    return nullptr;
-  }
-  using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
-  const int64_t status = reinterpret_cast<Loop>(entry)(
-      static_cast<int64_t>(start_of(out)),
-      static_cast<int64_t>(starts[0]),
-      static_cast<int64_t>(n == 2 ? starts[1] : starts[0]),
-      params);
-  TORCH_CHECK(status == 0, "ZeroDivisionError");
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
-
-// _replay_copy(table, dst, src): `dst.copy_(src)` (returns dst), or with dst None a new
-// tensor laid out by the record filled from src (clone), for a layout pair Python has
-// recorded (torch_mydev/ops/replay.py `record_copy`). The record is
-//   (sizes, strides, dtype, device, unit, dst_extent, src_extent, entry, params)
-// (the first four only for a new tensor): the unit both start addresses must be multiples
-// of, the bytes each storage must hold from its first element, and the numba C entry of the
-// copy loop with its parameters. One storage on both sides (Copy.cpp's overlap rules), a
-// lazy bit (a copy-on-write storage too: dst is written at the address read here, so it must
-// not be one), a misaligned address or a storage too small answer None: the Python path runs.
-PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  if (nargs != 3 || !PyDict_CheckExact(args[0])) {
-    PyErr_SetString(PyExc_TypeError, "_replay_copy(table, dst or None, src)");
-    return nullptr;
-  }
-  const bool into = args[1] != Py_None;
-  if (!THPVariable_Check(args[2]) || (into && !THPVariable_Check(args[1]))) {
-    Py_RETURN_NONE;
-  }
-  PyObject* operands[2] = {args[1], args[2]};
-  const at::Tensor* tensors[2];
-  PyObject* record =
-      find_record(args[0], into ? operands : operands + 1, into ? 2 : 1, tensors);
-  if (record == nullptr) {
-    return PyErr_Occurred() ? nullptr : Py_NewRef(Py_None);
-  }
-  TORCH_CHECK(PyTuple_Check(record) && PyTuple_GET_SIZE(record) >= 9, "_replay_copy: bad record");
-  const long long unit = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 4));
-  const long long extents[2] = {
-      PyLong_AsLongLong(PyTuple_GET_ITEM(record, 5)), PyLong_AsLongLong(PyTuple_GET_ITEM(record, 6))};
-  const auto entry = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(record, 7));
-  const auto params = PyLong_AsLongLong(PyTuple_GET_ITEM(record, 8));
-  if (PyErr_Occurred()) {
-    return nullptr;
-  }
-  TORCH_CHECK(unit > 0, "_replay_copy: bad record unit");
-  const at::Tensor& src = *tensors[into ? 1 : 0];
-  uintptr_t starts[2] = {0, start_of(src)};
-  const at::Tensor* sides[2] = {into ? tensors[0] : nullptr, &src};
-  for (int i = into ? 0 : 1; i < 2; ++i) {
-    const at::Tensor& t = *sides[i];
-    if (i == 0) {
-      starts[0] = start_of(t);
-      if (t.storage().data() == src.storage().data()) {
-        Py_RETURN_NONE;  // one storage: Copy.cpp's same-data and overlap rules
-      }
-    }
-    const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
-    if (extents[i] < 0 || end < starts[i] ||
-        end - starts[i] < static_cast<uintptr_t>(extents[i])) {
-      Py_RETURN_NONE;
-    }
-  }
-  at::Tensor out;
-  if (!into) {
-    if (!new_from_record(record, out)) {
-      return nullptr;
-    }
-    starts[0] = start_of(out);
-  }
-  if ((starts[0] | starts[1]) % static_cast<uintptr_t>(unit) != 0) {
-    Py_RETURN_NONE;  // the Python path picks a smaller unit
-  }
-  using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
-  reinterpret_cast<Loop>(entry)(
-      static_cast<int64_t>(starts[0]), static_cast<int64_t>(starts[1]), 0, params);
-  if (into) {
-    Py_INCREF(args[1]);
-    return args[1];
-  }
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
-
 // _adopt(tensor, index): adopt_cpu_result for Python, or None. The tensor is read in place
 // from its Python object (no new reference), so "nothing else holds it" is exact.
 PyObject* adopt_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -532,23 +203,10 @@ PyObject* adopt_py(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs
 }
 
 PyMethodDef kFastMethods[] = {
-    {"_signature",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(signature)),
-     METH_FASTCALL,
-     "(signature bytes, flags, then data_ptr, storage data_ptr, storage nbytes of each tensor) "
-     "of host strided tensors, else None"},
     {"_empty_strided",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided_py)),
      METH_FASTCALL,
      "(sizes, strides, dtype, index) -> an uninitialised strided tensor on mydev"},
-    {"_replay",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replay)),
-     METH_FASTCALL,
-     "(table, a[, b]) -> the output of a recorded elementwise call signature, else None"},
-    {"_replay_copy",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replay_copy)),
-     METH_FASTCALL,
-     "(table, dst or None, src) -> dst, or a new tensor, for a recorded copy; else None"},
     {"_adopt",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(adopt_py)),
      METH_FASTCALL,
@@ -574,6 +232,8 @@ PyMethodDef kFastMethods[] = {
 
 // c10d_backend.cpp: the _MydevBackend class (a c10d::Backend over gloo and CPU aliases).
 void init_c10d(pybind11::module& m);
+// replay.cpp: _signature, _replay, _replay_copy and the replay record's field names.
+void init_replay(pybind11::module& m);
 
 } // namespace mydev
 
@@ -584,12 +244,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "mydev runtime stub: allocator statistics, allocation primitive, generator";
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
   mydev::init_c10d(m);
+  mydev::init_replay(m);
   // The torch release whose headers and libraries this stub was built against.
   m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;
-  m.attr("FLAG_CONJ") = mydev::kFlagConj;
-  m.attr("FLAG_NEG") = mydev::kFlagNeg;
-  m.attr("FLAG_COW") = mydev::kFlagCow;
   m.def("_memory_stats", &mydev::stats_dict, pybind11::arg("index") = -1,
         "Allocator counters of one device, torch.cuda.memory_stats names");
   m.def("_reset_peak_memory_stats", [](int64_t index) {

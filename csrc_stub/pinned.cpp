@@ -23,7 +23,7 @@
 namespace mydev {
 namespace {
 
-constexpr size_t kAlignment = 64;
+constexpr size_t kPinnedAlignment = 64;
 
 class PinnedRegistry {
  public:
@@ -123,9 +123,9 @@ class PinnedAllocator final : public at::HostAllocator {
       return {nullptr, nullptr, &free_pinned, device};
     }
     void* ptr = nullptr;
-    const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    const size_t rounded = (nbytes + kPinnedAlignment - 1) / kPinnedAlignment * kPinnedAlignment;
     TORCH_CHECK(
-        rounded >= nbytes && posix_memalign(&ptr, kAlignment, rounded) == 0 && ptr != nullptr,
+        rounded >= nbytes && posix_memalign(&ptr, kPinnedAlignment, rounded) == 0 && ptr != nullptr,
         "mydev: not enough pinned host memory: you tried to allocate ",
         nbytes,
         " bytes.");

@@ -135,6 +135,28 @@ def test_replay_rejects_a_bad_table() -> None:
         _C._replay([], a, a)
 
 
+def test_the_record_is_read_by_the_names_the_stub_defines() -> None:
+    """The record's one definition is the stub's (``_C.REPLAY_RECORD_FIELDS``): a record
+    Python made names every field the C++ reader reads, a record with another field moved
+    changes what the stub does, and a tuple short of the fields raises TypeError."""
+    assert replay.Record._fields == (*_C.REPLAY_RECORD_FIELDS, "keep")
+    replay.clear()
+    a = torch.arange(6.0, device="mydev")
+    a + a
+    a + a
+    ((key, record),) = replay.TABLES["add"].items()
+    assert isinstance(record, replay.Record) and record.unit == 1
+    table = {key: record}
+    assert torch.equal(replay.replay(table, a, a).cpu(), torch.arange(6.0) * 2)
+    # the C++ reads sizes and strides at their named places: a record laid out as 2x3
+    reshaped = record._replace(sizes=(2, 3), strides=(3, 1))
+    assert replay.replay({key: reshaped}, a, a).shape == (2, 3)
+    # extent0 is the first operand's: more bytes than its storage holds steps aside
+    assert replay.replay({key: record._replace(extent0=a.nbytes + 1)}, a, a) is None
+    with pytest.raises(TypeError, match="REPLAY_RECORD_FIELDS"):
+        replay.replay({key: tuple(record)[:-2]}, a, a)
+
+
 # ---- copies ------------------------------------------------------------------------------
 
 

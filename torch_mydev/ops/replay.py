@@ -15,6 +15,7 @@ call the table does not know goes to the Python path, which raises, plans or rec
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 from collections.abc import Callable
@@ -29,6 +30,7 @@ __all__ = [
     "NEW_COPY",
     "TABLES",
     "TABLE_SIZE",
+    "Record",
     "clear",
     "record",
     "record_copy",
@@ -38,6 +40,9 @@ __all__ = [
 
 replay = _C._replay
 replay_copy = _C._replay_copy
+Record = collections.namedtuple("Record", (*_C.REPLAY_RECORD_FIELDS, "keep"))
+"""One replay record, by the field names the stub defines (csrc_stub/replay.cpp); ``keep``
+holds the parameters' block alive while the record lives."""
 TABLE_SIZE = 4096  # records per op; a full table is emptied (records are remade on use)
 # op -> {signature key: record}; add/sub/mul, the comparisons, neg, abs, relu.
 TABLES: dict[str, dict[bytes, tuple]] = {
@@ -83,15 +88,18 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     _put(
         table,
         key,
-        entry.sizes,
-        entry.strides,
-        entry.dtype,
-        entry.device,
-        address,
-        params.ctypes.data,
-        extents[1],
-        extents[2] if len(extents) > 2 else 0,
-        params,  # keeps the block alive
+        Record(
+            sizes=entry.sizes,
+            strides=entry.strides,
+            dtype=entry.dtype,
+            device=entry.device,
+            entry=address,
+            params=params.ctypes.data,
+            extent0=extents[1],
+            extent1=extents[2] if len(extents) > 2 else 0,
+            unit=1,
+            keep=params,
+        ),
     )
 
 
@@ -120,12 +128,25 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
         address = loops.strided_entry(kind, lane.dtype.type)
         params = loops.pack(shape, dst_units, src_units, width, tail, dst_strides, src_strides)
     sizes, strides, dtype, index = layout or (None, None, None, -1)
-    extents = (prepared.dst_extent, prepared.src_extent)
-    record = (sizes, strides, dtype, index, prepared.unit, *extents, address, params.ctypes.data)
-    _put(table, key, *record, params)
+    _put(
+        table,
+        key,
+        Record(
+            sizes=sizes,
+            strides=strides,
+            dtype=dtype,
+            device=index,
+            entry=address,
+            params=params.ctypes.data,
+            extent0=prepared.dst_extent,
+            extent1=prepared.src_extent,
+            unit=prepared.unit,
+            keep=params,
+        ),
+    )
 
 
-def _put(table: dict[bytes, tuple], key: bytes, *record: object) -> None:
+def _put(table: dict[bytes, tuple], key: bytes, record: Record) -> None:
     """``table[key] = record``, emptying a full table first (``TABLE_SIZE``)."""
     if len(table) >= TABLE_SIZE:
         table.clear()
