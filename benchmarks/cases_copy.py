@@ -26,8 +26,8 @@ from harness import (
 
 import torch_mydev
 from torch_mydev import _C
-from torch_mydev.kernels import copy as kernel_copy
-from torch_mydev.kernels import elementwise as kernel_elementwise
+from torch_mydev.kernels.copy import kernel as kernel_copy
+from torch_mydev.kernels.elementwise import kernel as kernel_elementwise
 
 
 def bench_layouts(mode: Mode, out: Results) -> None:

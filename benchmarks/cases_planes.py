@@ -1,6 +1,6 @@
 """Benchmark cases of layout changes with a tiny channel dim: NCHW <-> channels_last, C = 1, 3, 4.
 
-The copy kernel's planes loop (``torch_mydev/kernels/_copy_planes.py``) serves them; the
+The copy kernel's planes loop (``torch_mydev/kernels/copy/_planes.py``) serves them; the
 C=3 rows are judged by issue 14's "C=3, every batch size <= 0.7x" target (``report.ISSUE_14``);
 the C=1 and C=4 rows are reported beside them.
 """

@@ -74,7 +74,7 @@ def _served() -> int:
     """Calls served on CPU while their loop compiled, so far (0 on CPU)."""
     if "torch_mydev" not in sys.modules:
         return 0
-    from torch_mydev.kernels import compiler
+    from torch_mydev.kernels.jit import compiler
 
     return sum(v for k, v in compiler.stats().items() if k.startswith("served_on_cpu:"))
 
@@ -82,7 +82,7 @@ def _served() -> int:
 def _stats() -> dict[str, int]:
     if "torch_mydev" not in sys.modules:
         return {}
-    from torch_mydev.kernels import compiler
+    from torch_mydev.kernels.jit import compiler
 
     return compiler.stats()
 

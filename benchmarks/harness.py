@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 import torch_mydev
-from torch_mydev.kernels import copy as kernel_copy
+from torch_mydev.kernels.copy import kernel as kernel_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 

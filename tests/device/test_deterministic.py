@@ -11,6 +11,7 @@ with either setting off nothing is written.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 import pytest
@@ -147,12 +148,20 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
 
     The allocator's cache is emptied first: a cache that earlier tests of the process had
     filled to its limit keeps no more blocks, and another kept block of the size could be
-    handed out instead."""
+    handed out instead. The cyclic collector is run first and paused meanwhile: an earlier
+    test's tensor it freed in between would put its block of that size first in the cache."""
+    gc.collect()
     torch.mydev.empty_cache()
-    block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
-    address = block.data_ptr()
-    del block
-    t = make()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
+        address = block.data_ptr()
+        del block
+        t = make()
+    finally:
+        if enabled:
+            gc.enable()
     assert t.data_ptr() == address, "the allocator should hand the freed block back"
     return t
 

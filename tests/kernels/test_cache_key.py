@@ -1,4 +1,5 @@
-"""numba's on-disk cache of every loop is keyed by all the kernels' sources (kernels/_cache_key.py).
+"""numba's on-disk cache of every loop is keyed by all the kernels' sources
+(kernels/jit/_cache_key.py).
 
 numba alone stamps a cached function with its own file: a loop that inlines a helper of
 another module kept running its old machine code after the helper changed. The truth here
@@ -16,14 +17,17 @@ from numba.core.dispatcher import Dispatcher
 
 import torch_mydev
 from tests.support.subprocess_run import run_python
-from torch_mydev.kernels import _cache_key, load_numba_modules
+from torch_mydev.kernels import load_numba_modules
+from torch_mydev.kernels.jit import _cache_key
 
-_KERNELS = Path(_cache_key.__file__).parent
+_KERNELS = Path(_cache_key.__file__).parents[1]  # torch_mydev/kernels
 _DECORATOR = re.compile(r"^@(numba\.)?njit\b", re.MULTILINE)
 
 
 def _numba_modules() -> list[str]:
-    return sorted(p.stem for p in _KERNELS.glob("*.py") if _DECORATOR.search(p.read_text()))
+    """The numba modules of the kernels package, as ``load_numba_modules`` names them."""
+    paths = (p for p in _KERNELS.rglob("*.py") if _DECORATOR.search(p.read_text()))
+    return sorted(".".join(p.relative_to(_KERNELS).with_suffix("").parts) for p in paths)
 
 
 def test_every_cached_loop_is_keyed_by_the_kernels_sources():
@@ -31,7 +35,9 @@ def test_every_cached_loop_is_keyed_by_the_kernels_sources():
     (``_seal.seal(__name__)``) stamps: none is missed, and the stamp is ``stamp()``.
     Fails loudly if numba moves ``_cache._cache_file._source_stamp``."""
     names = _numba_modules()
-    assert {"_convert", "_elementwise_loops", "_strided", "_walks"} <= set(names)
+    assert {"copy._convert", "elementwise._loops", "copy._strided", "reduction._walks"} <= set(
+        names
+    )
     for name, module in zip(names, load_numba_modules(*names), strict=True):
         decorators = len(_DECORATOR.findall(Path(module.__file__).read_text()))
         dispatchers = [
@@ -51,10 +57,10 @@ def test_the_digest_follows_the_bytes_and_the_versions_not_the_times(tmp_path):
     versions = "numba 0.68.1 llvmlite 0.50.0 numpy 2.4.6"
     first = _cache_key.sources_digest(tmp_path / "a", versions)
     assert first == _cache_key.sources_digest(_KERNELS, versions)
-    os.utime(tmp_path / "a" / "_walks.py", (0, 0))
+    os.utime(tmp_path / "a" / "reduction" / "_walks.py", (0, 0))
     assert _cache_key.sources_digest(tmp_path / "a", versions) == first
     assert _cache_key.sources_digest(tmp_path / "a", versions + ".post1") != first
-    with (tmp_path / "a" / "_walks.py").open("a") as f:
+    with (tmp_path / "a" / "reduction" / "_walks.py").open("a") as f:
         f.write("\n")
     assert _cache_key.sources_digest(tmp_path / "a", versions) != first
 
@@ -82,9 +88,10 @@ for _ in range(3):  # the second native call of a layout makes the stub's C entr
 assert torch.equal(z.cpu(), -x), z
 """
 
-# unary_at is compiled with _strided's _pointer inside it; unary_replay (a C entry made by
-# compiler.c_entry, in _replay_elementwise) with unary_at inside it.
-_LOOPS = {"_elementwise_loops.unary_at", "_replay_elementwise.unary_entry.locals.unary_replay"}
+# unary_at (elementwise/_loops.py) is compiled with copy/_strided's _pointer inside it;
+# unary_replay (a C entry made by compiler.c_entry, in elementwise/_replay.py) with unary_at
+# inside it. numba names a cache file by its module's file name and the qualified name.
+_LOOPS = {"_loops.unary_at", "_replay.unary_entry.locals.unary_replay"}
 _LOG = re.compile(r"^\[cache\] data (saved to|loaded from) '(.*)'$", re.MULTILINE)
 
 
@@ -100,7 +107,7 @@ def _run(package: Path, cache: Path) -> tuple[set[str], set[str]]:
     assert f"package {package / 'torch_mydev' / '__init__.py'}\n" in out.stdout, out.stdout
     log: dict[str, set[str]] = {"saved to": set(), "loaded from": set()}
     for verb, path in _LOG.findall(out.stdout):
-        log[verb].add(Path(path).name.split("-")[0])  # "_strided.copy_range-67.py311.1.nbc"
+        log[verb].add(Path(path).name.split("-")[0])  # "_loops.unary_at-67.py311.1.nbc"
     return log["saved to"], log["loaded from"]
 
 
@@ -115,7 +122,7 @@ def test_an_edited_helper_recompiles_the_loops_that_inline_it(tmp_path):
     saved, loaded = _run(package, cache)  # the same sources: loaded, nothing compiled
     assert loaded >= _LOOPS and not saved, (saved, loaded)
 
-    with (package / "torch_mydev" / "kernels" / "_strided.py").open("a") as f:
+    with (package / "torch_mydev" / "kernels" / "copy" / "_strided.py").open("a") as f:
         f.write("# an edit of the helper the loops inline\n")
     saved, loaded = _run(package, cache)  # no stale load: compiled again
     assert saved >= _LOOPS and not _LOOPS & loaded, (saved, loaded)

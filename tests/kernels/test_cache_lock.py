@@ -9,7 +9,7 @@ import threading
 
 from numba.core.caching import IndexDataCacheFile
 
-from torch_mydev.kernels._cache_lock import lock_cache_file
+from torch_mydev.kernels.jit._cache_lock import lock_cache_file
 
 _BOUND = 2.0  # seconds the other party gets to run into the held window (it never may)
 

@@ -1,4 +1,4 @@
-"""First use with no numba cache: no call waits for a compile (kernels/compiler.py).
+"""First use with no numba cache: no call waits for a compile (kernels/jit/compiler.py).
 
 Each case runs in a fresh interpreter with an empty ``NUMBA_CACHE_DIR`` and
 ``TORCH_MYDEV_COMPILE=background``, the way a new user meets the device. The truth is torch
@@ -17,7 +17,7 @@ from tests.support.subprocess_run import run_python
 
 _PRELUDE = """
 import torch
-from torch_mydev.kernels import compiler
+from torch_mydev.kernels.jit import compiler
 import torch_mydev
 from numba.core import event
 

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev.kernels import copy as kcopy
+from torch_mydev.kernels.copy import kernel as kcopy
 
 from .strategies import dtypes, layouts, sizes
 from .truth import (

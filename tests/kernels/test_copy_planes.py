@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.subprocess_run import AUTOLOAD, run_python
-from torch_mydev.kernels import copy as kcopy
-from torch_mydev.kernels import copy_loops
+from torch_mydev.kernels.copy import kernel as kcopy
+from torch_mydev.kernels.copy import loops as copy_loops
 
 from .strategies import dtypes
 from .truth import DTYPES, Layout, copy_bytes, iteration_order, make_values, run_case
@@ -257,7 +257,7 @@ def test_compiled_code_is_cached() -> None:
     """A second process loads the planes loops from numba's cache: nothing compiles."""
     code = """
         import numpy as np, torch
-        from torch_mydev.kernels import copy as kcopy
+        from torch_mydev.kernels.copy import kernel as kcopy
         from torch_mydev.kernels.operand import Operand
         n = 3 * 200 * 200
         src, dst = np.zeros(4 * n, np.uint8), np.zeros(4 * n, np.uint8)
@@ -267,7 +267,7 @@ def test_compiled_code_is_cached() -> None:
                                Operand(src, 0, torch.float32, (4 * hw, 4)), (3, hw))
         prepared = kcopy.prepare_copy(torch.float32, (3, 256), (4, 12), (1024, 4))
         prepared.run(dst.ctypes.data, dst.nbytes, src.ctypes.data, src.nbytes)
-        from torch_mydev.kernels import _copy_planes as p
+        from torch_mydev.kernels.copy import _planes as p
         loops = (p.copy_planes, p.copy_planes_at)
         print(sum(sum(f.stats.cache_misses.values()) for f in loops),
               sum(sum(f.stats.cache_hits.values()) for f in loops))

@@ -16,7 +16,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev.kernels import copy as kcopy
+from torch_mydev.kernels.copy import kernel as kcopy
 
 from .strategies import dense_layouts, dtypes, layouts, sizes
 from .truth import Layout, assert_same_bits, iteration_order, make_values

@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.subprocess_run import AUTOLOAD, run_python
-from torch_mydev.kernels import copy as kcopy
-from torch_mydev.kernels import copy_loops
+from torch_mydev.kernels.copy import kernel as kcopy
+from torch_mydev.kernels.copy import loops as copy_loops
 
 from .strategies import dtypes, layouts, sizes
 from .truth import Layout, copy_bytes, make_values, run_case
@@ -237,13 +237,14 @@ def test_import_is_lazy_and_compiled_code_is_cached() -> None:
     code = """
         import sys
         import numpy as np, torch
-        from torch_mydev.kernels import copy as kcopy
+        from torch_mydev.kernels.copy import kernel as kcopy
         assert "numba" not in sys.modules, "importing the kernels imported numba"
         buf = np.zeros(4096, np.uint8)
         from torch_mydev.kernels.operand import Operand
         kcopy.copy_strided(Operand(buf, 0, torch.float32, (4, 80)),
                            Operand(buf, 2048, torch.int16, (40, 4)), (20, 10))
-        from torch_mydev.kernels import _strided, _convert
+        from torch_mydev.kernels.copy import _strided
+        from torch_mydev.kernels.copy import _convert
         misses = sum(sum(f.stats.cache_misses.values()) for f in
                      (_strided.copy_range, _convert.read_integral, _convert.write_floating))
         print(misses)

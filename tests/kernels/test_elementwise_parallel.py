@@ -1,7 +1,7 @@
 """The parallel elementwise kernels write the serial loops' bytes, whatever the split.
 
-Truth: the serial kernels of ``_elementwise_loops`` (themselves checked against torch CPU in
-``tests/ops``) over the same plan and the same input bytes. ``elementwise_parallel``'s
+Truth: the serial kernels of ``elementwise._loops`` (themselves checked against torch CPU in
+``tests/ops``) over the same plan and the same input bytes. ``elementwise.parallel``'s
 ``ParallelKernel`` and ``run_moves`` run with 1, 2, 3 and 5 parts (more parts than cores
 is allowed) and, for ``binary``, tiles of sides 4, 16 and 128, including tiles cut short at
 the end of a dim; the output bytes must equal the serial output's. Sizes are small: the
@@ -20,15 +20,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.dtypes import FEW
-from torch_mydev.kernels import copy_loops, threads
-from torch_mydev.kernels import elementwise as K
-from torch_mydev.kernels.elementwise_parallel import ParallelKernel, run_moves
+from torch_mydev.kernels.copy import loops as copy_loops
+from torch_mydev.kernels.elementwise import kernel as K
+from torch_mydev.kernels.elementwise.parallel import ParallelKernel, run_moves
+from torch_mydev.kernels.parallel import threads
 
 SLICES = (1, 2, 3, 5)
 
 
 def _loops():
-    from torch_mydev.kernels import _elementwise_loops
+    from torch_mydev.kernels.elementwise import _loops as _elementwise_loops
 
     return _elementwise_loops
 

@@ -45,7 +45,7 @@ def test_loading_refresh_never_overlaps_a_compile(monkeypatch):
 
     from torch_mydev import kernels
 
-    kernels.load_numba_modules("_strided")  # numba imported and its target ready
+    kernels.load_numba_modules("copy._strided")  # numba imported and its target ready
     context = cpu_target.target_context
     original = context.refresh
     state = threading.Lock()
@@ -72,7 +72,7 @@ def test_loading_refresh_never_overlaps_a_compile(monkeypatch):
 
     def load():
         try:
-            kernels.load_numba_modules("_strided")
+            kernels.load_numba_modules("copy._strided")
         except Exception as exc:
             errors.append(exc)
 

@@ -4,7 +4,8 @@ import numpy as np
 import torch
 from numba import njit, types
 
-from torch_mydev.kernels import _literals, load_numba_modules
+from torch_mydev.kernels import load_numba_modules
+from torch_mydev.kernels.jit import _literals
 
 
 def _growing_offset_pair():
@@ -48,7 +49,13 @@ def test_no_loop_of_ours_is_compiled_for_a_literal():
     x = torch.arange(64 * 32, dtype=torch.float32).reshape(64, 32).to("mydev")
     for result in (x.sum(1), x.amax(1), x + x, x.t().contiguous()):
         result.cpu()
-    names = ("_cascade_loops", "_extreme_loops", "_elementwise_loops", "_strided", "_walks")
+    names = (
+        "reduction._cascade",
+        "reduction._extreme",
+        "elementwise._loops",
+        "copy._strided",
+        "reduction._walks",
+    )
     for module in load_numba_modules(*names):
         for name, value in vars(module).items():
             for sig in getattr(value, "signatures", ()):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torch_mydev.kernels import threads
+from torch_mydev.kernels.parallel import threads
 
 CASES = [
     ("sum", (1,), torch.float32),  # inner

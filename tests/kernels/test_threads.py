@@ -20,10 +20,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torch_mydev.kernels import copy as kcopy
-from torch_mydev.kernels import parts, threads
-from torch_mydev.kernels.compiler import NotCompiled
+from torch_mydev.kernels.copy import kernel as kcopy
+from torch_mydev.kernels.jit.compiler import NotCompiled
 from torch_mydev.kernels.operand import Operand
+from torch_mydev.kernels.parallel import parts, threads
 
 
 def _linear(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
@@ -209,7 +209,7 @@ def test_while_the_parallel_loop_compiles_a_copy_runs_serially(monkeypatch):
 
 
 def test_while_an_entry_compiles_the_reduction_runs_its_parts_in_order(monkeypatch):
-    from torch_mydev.kernels import _part_entries
+    from torch_mydev.kernels.parallel import _entries as _part_entries
 
     def compiling(*args):
         raise NotCompiled("the walk's C entry is compiling in the background")

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tests.support.dtypes import COPY_DTYPES
-from torch_mydev.kernels import copy as kcopy
+from torch_mydev.kernels.copy import kernel as kcopy
 from torch_mydev.kernels.operand import Operand
 
 DTYPES = COPY_DTYPES

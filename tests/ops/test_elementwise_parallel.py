@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from tests.layout.strategies import views
 from tests.ops.test_elementwise import assert_matches, pair, partner, run_both
 from tests.support.dtypes import FEW
-from torch_mydev.kernels import copy_loops, threads
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.copy import loops as copy_loops
+from torch_mydev.kernels.elementwise import kernel as kernels
+from torch_mydev.kernels.parallel import threads
 from torch_mydev.ops import elementwise_entries
 
 # A few dtypes: the split is under test here; tests/ops/test_elementwise covers every dtype.

@@ -1,4 +1,4 @@
-"""The first copies of a process that has not loaded numba (kernels/copy_prepared.py).
+"""The first copies of a process that has not loaded numba (kernels/copy/prepared.py).
 
 A same-dtype serial copy's first run moves its bytes with ``ctypes.memmove`` or numpy's
 strided copy, so ``import torch; x.to("mydev")`` and the like never load numba; the second

@@ -353,7 +353,7 @@ EXTREME_SIZES = (1, 2, 7, 16, 31, 32, 33, 64, 70)
 )
 def test_extremes_bit_exact_with_ties_and_nan(sizes, data, dtype, op, keepdim) -> None:
     """Below GRAIN_SIZE a float32/float64 amax/amin is CPU's serial kernel replayed
-    (``_extreme_loops``): which zero wins a tie and which NaN bits come out, on permuted and
+    (``reduction._extreme``): which zero wins a tie and which NaN bits come out, on permuted and
     sliced layouts through every path (inner, outer, scalar)."""
     assume(math.prod(sizes) < 32768)  # GRAIN_SIZE: above it CPU reduces on threads
     ndim = len(sizes)

@@ -1,8 +1,14 @@
 """Kernels: numba loops over raw storage bytes, driven by a plan; no torch dispatch here.
 
-``copy.copy_strided`` is the copy/cast kernel. Importing this package (or ``copy``) imports
-neither numba nor any compiled loop: ``import torch`` loads this package through device
-autoload, so the numba modules (``_strided``, ``_convert``) load on the first copy.
+One sub-package per family, ``copy``, ``elementwise`` and ``reduction``, each with its
+``kernel`` module (what the ops call) and its numba modules (named with a leading
+underscore); ``parallel`` runs their loops on threads, ``jit`` compiles and caches them.
+``dtypes``, ``operand`` and ``float8`` describe bytes for all of them.
+
+Importing this package (or ``copy.kernel``) imports neither numba nor any compiled loop:
+``import torch`` loads this package through device autoload, so the numba modules
+(``copy._strided``, ``copy._convert``) load on the first copy, through
+``load_numba_modules``.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import importlib
 import threading
 from types import ModuleType
 
-from torch_mydev.kernels import compiler
+from torch_mydev.kernels.jit import compiler
 
 # numba's target set-up is not reentrant: threads making their first call at once raised
 # "generator already executing" from it. One lock serialises the loading, and the refresh
@@ -27,7 +33,8 @@ def numba_loaded() -> bool:
 
 
 def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
-    """Import the numba loop modules ``names`` (of this package) and ready numba's CPU target.
+    """Import the numba loop modules ``names`` (of this package: ``"copy._strided"``) and
+    ready numba's CPU target.
 
     The first call imports numba and initialises its CPU target (the lowering registries and
     the NRT module): some 75,000 new objects on top of torch's 165,000, enough to make

@@ -47,7 +47,7 @@ __all__ = [
     "layout_of",
 ]
 
-# What a uint8 / uint16 lane holds (the ``fmt`` flag of ``_elementwise_loops``, and of the
+# What a uint8 / uint16 lane holds (the ``fmt`` flag of ``elementwise._loops``, and of the
 # float8 conversions); other lanes hold their own dtype (PLAIN).
 PLAIN = 0
 BOOL = 1

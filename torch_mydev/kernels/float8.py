@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0FNU
+from torch_mydev.kernels.dtypes import E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0FNU
 
 __all__ = ["DECODE"]
 

@@ -3,7 +3,7 @@
 The order of decisions is ``copy_impl``'s (aten/src/ATen/native/Copy.cpp): same tensor and
 same-data early exits, internal overlap of the destination, partial overlap between the two,
 then a TensorIterator plan (``torch_mydev_rules.iterator``) whose coalesced shape and byte strides
-drive ``torch_mydev.kernels.copy``.
+drive ``torch_mydev.kernels.copy.kernel``.
 
 Everything decided from sizes, strides and dtypes alone -- the internal-overlap check, the
 plan, the kernel's set-up (``kernels.copy.prepare_copy``) -- is made once per layout pair
@@ -22,7 +22,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
-from torch_mydev.kernels import copy as kernels
+from torch_mydev.kernels.copy import kernel as kernels
 from torch_mydev.kernels.dtypes import COPY_DTYPES, STORAGE_DTYPES, SUPPORTED_DTYPES
 from torch_mydev.ops import replay
 from torch_mydev.ops.buffers import byte_offset, storage_bytes, storage_span, writable

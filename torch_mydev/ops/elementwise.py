@@ -20,7 +20,7 @@ Every op follows the structure of its ATen implementation (``native/BinaryOps.cp
 4. the CPU cast temporaries the plan names: inputs of another dtype become
    ``input.to(common_dtype)`` copies (our ``copy_``), an output of another dtype is computed
    into a temporary and copied in;
-5. one kernel of ``torch_mydev.kernels.elementwise`` over the plan's coalesced iteration.
+5. one kernel of ``torch_mydev.kernels.elementwise.kernel`` over the plan's coalesced iteration.
 
 Python numbers (``x + 1.5``, the ``.Scalar`` overloads) arrive as Python objects: they are
 wrapped numbers, with the promotion rank of one. CPU zero-dim tensors may join mydev tensors,
@@ -33,7 +33,7 @@ import warnings
 
 import torch
 
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import elementwise_general as general
 from torch_mydev.ops.buffers import writable
 from torch_mydev.ops.copy import copy_

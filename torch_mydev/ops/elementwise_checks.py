@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops.buffers import storage_span
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.numbers import Number, number_dtype

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from torch_mydev import _C
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import elementwise_general as general
 from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise_checks import Arg

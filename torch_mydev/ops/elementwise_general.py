@@ -1,7 +1,7 @@
 """Decides the general path of add/sub/mul/div, the comparisons, neg and abs: any call.
 
 ATen's meta checks (``native/BinaryOps.cpp``, ``native/UnaryOps.cpp``), the plan and its
-temporaries (``elementwise_plan``), then one kernel of ``torch_mydev.kernels.elementwise``
+temporaries (``elementwise_plan``), then one kernel of ``torch_mydev.kernels.elementwise.kernel``
 over the plan's coalesced iteration. Every call can take this path; the entry cache
 (``elementwise_entries``) answers repeated call signatures without it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
 from torch_mydev.ops.elementwise_checks import (
     Arg,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes, writable
 from torch_mydev.ops.copy import copy_
 from torch_mydev.ops.elementwise_checks import Arg, check_devices, check_partial_overlap

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
-from torch_mydev.kernels import elementwise as kernels
+from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import fill_
 from torch_mydev.ops.elementwise_checks import check_range, check_supported, cpu_bool_error

@@ -13,7 +13,7 @@ Each op follows its structured ATen kernel (``native/ReduceOps.cpp``):
    wider float, int to int: a sum wraps the same either way), so only the other casts
    (int to float, float to int, a narrower float) make a temporary through ``_to_copy``;
 4. ``build_reduction`` (``TensorIterator::reduce_op``) and one loop of
-   ``torch_mydev.kernels.reduction``. A functional call whose kernel ran straight on the
+   ``torch_mydev.kernels.reduction.kernel``. A functional call whose kernel ran straight on the
    input is remembered by its signature (``reduction_entries``): its repeat allocates the
    result and runs that kernel. An empty reduction fills the result as CPU does:
    ``sum`` zeros (``result.zero_()``), ``mean`` 0/0 = NaN.
@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from torch_mydev.kernels import reduction as kernels
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
+from torch_mydev.kernels.reduction import kernel as kernels
 from torch_mydev.ops import reduction_entries as entries
 from torch_mydev.ops.buffers import byte_offset, storage_span, writable
 from torch_mydev.ops.copy import copy_
@@ -256,7 +256,7 @@ def _exact_sum(
 def _exact_extreme(
     op: str, self: torch.Tensor, result: torch.Tensor, mask: tuple[bool, ...], keepdim: bool
 ) -> Callable[[int, int, int], None]:
-    """CPU's serial float32/float64 ``amax_out`` / ``amin_out`` (``_extreme_loops``): its ties
+    """CPU's serial float32/float64 ``amax_out`` / ``amin_out`` (``reduction._extreme``): its ties
     between +0 and -0 and its NaN bits. Returns what a repeat may run."""
     key = ("extreme", op, tuple(self.shape), self.stride(), self.dtype, result.stride(), mask)
     key += (keepdim,)

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 
 from torch_mydev import streams
-from torch_mydev.kernels import compiler
-from torch_mydev.kernels.compiler import NotCompiled
+from torch_mydev.kernels.jit import compiler
+from torch_mydev.kernels.jit.compiler import NotCompiled
 from torch_mydev.ops import (
     conversions,
     copy,

@@ -5,7 +5,7 @@ repeats what the signature's ``Entry`` already decided: allocate the output, cal
 ``_C._replay(table, a[, b])`` does that in one stub call, below Python's per-call cost: it
 reads the tensors' layout key, finds the record, checks the storages hold the layout,
 allocates, and calls the loop through a numba C entry point
-(``kernels/_replay_elementwise.py``, ``_replay_copy.py``).
+(``kernels/elementwise/_replay.py``, ``_replay_copy.py``).
 Records are made here from entries the Python path made (``record``), on a signature's
 second call (a one-off call never loads the entry points), one table per op, for
 the calls whose entry depends on nothing but the tensors' layouts: functional, every
@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from torch_mydev import _C
-from torch_mydev.kernels.compiler import NotCompiled
+from torch_mydev.kernels.jit.compiler import NotCompiled
 
 __all__ = [
     "COPY",
@@ -71,8 +71,8 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
     """Record ``entry`` (an ``elementwise_entries.Entry`` whose loop is ``kind``:
     ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
     (a large layout: its cost is the loop, not the call) is not recorded."""
-    from torch_mydev.kernels import _replay_elementwise as loops
-    from torch_mydev.kernels.elementwise import ParallelKernel
+    from torch_mydev.kernels.elementwise import _replay as loops
+    from torch_mydev.kernels.elementwise.kernel import ParallelKernel
 
     if isinstance(entry.kernel, ParallelKernel) or not entry.extents[0]:
         return
@@ -109,7 +109,7 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
     serial loop runs it) under ``key``; ``layout`` is ``(sizes, strides, dtype, device
     index)`` of the new tensor a clone makes (empty for ``copy_``). A copy of nothing or a
     parallel one is not recorded."""
-    from torch_mydev.kernels import _replay_copy as loops
+    from torch_mydev.kernels.copy import _replay as loops
 
     if prepared is None or not prepared.numel:
         return

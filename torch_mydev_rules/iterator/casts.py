@@ -7,7 +7,7 @@ bfloat16, complex32 (and torch 2.14's bcomplex32) and the float8 types are read 
 (complex64) -- their C++ types convert only through ``float`` --, and are written from a
 float32 (complex64) value; a
 floating value becomes uint8 through int64 (c10's specialisation). ``explain`` prints the
-route as the copy's last step; the device's kernels (``torch_mydev/kernels/cast.py``) follow
+route as the copy's last step; the device's kernels (``torch_mydev/kernels/copy/cast.py``) follow
 it, and the tests compare both against CPU. Dtypes in, dtypes out: nothing here touches
 tensor memory.
 """

@@ -1,7 +1,7 @@
 """Reference implementations kept for the tests, not used by the device at run time.
 
 - ``dim_counter``: ATen's ``DimCounter`` and ``serial_for_each``, the truth the numba
-  strided loops (``torch_mydev.kernels._strided``) are checked against.
+  strided loops (``torch_mydev.kernels.copy._strided``) are checked against.
 - ``opinferrer``: DIPU's ``compute_perm`` / ``compute_memory_format`` and its fast path,
   kept beside torch's rules so ``explain()`` and the tests can show where they differ.
 """

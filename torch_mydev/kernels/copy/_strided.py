@@ -37,7 +37,7 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._seal import seal
+from torch_mydev.kernels.jit._seal import seal
 
 
 @njit(cache=True, nogil=True, inline="always")

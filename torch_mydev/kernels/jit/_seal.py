@@ -11,8 +11,8 @@ import sys
 
 from numba.core.dispatcher import Dispatcher
 
-from ._cache_key import key_cache
-from ._literals import widen_literals
+from torch_mydev.kernels.jit._cache_key import key_cache
+from torch_mydev.kernels.jit._literals import widen_literals
 
 
 def seal(module_name: str) -> None:

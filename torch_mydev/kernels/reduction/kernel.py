@@ -2,7 +2,7 @@
 
 ``prepare(op, plan, out_dtype, in_dtype, count)`` turns a ``ReductionPlan``
 (``torch_mydev_rules.iterator.reduction``) into a ``PreparedReduction``: the plan's walk
-split into kept and reduced dims (strides in lanes), the loop (``_reduction_loops``) and its
+split into kept and reduced dims (strides in lanes), the loop (``reduction._loops``) and its
 compiled entry point. ``run(prepared, out, inp)`` checks the operands' extents against their
 ``Buffer`` s and calls it on their addresses (``prepare_cascade`` / ``run_cascade``: the
 exact float sum). Nothing here knows torch dispatch: bytes and a plan in, bytes out.
@@ -11,7 +11,7 @@ The walk: ``outer`` when the input's fastest kept dim is faster than its fastest
 (``sum(0)`` of a contiguous matrix: rows of accumulators, contiguous loads), else ``inner``
 (each output over its own span). From ``PARALLEL_MIN_NUMEL`` input elements a parallel form
 runs on numba's threads (``threads.parallel_calls``, through the walks' C entries in
-``_part_entries``): the same walk over runs of its outputs (``inner``) or of chunks of the
+``parallel._entries``): the same walk over runs of its outputs (``inner``) or of chunks of the
 fastest kept dim (``outer``), or, for a single output, ``SPLIT_PARTS`` chunks of its span
 reduced apart and combined in order (``split``), so a float sum's bits do not depend on
 the thread count.
@@ -28,12 +28,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, parallel_allowed
+from torch_mydev.kernels.dtypes import layout_of
+from torch_mydev.kernels.operand import Operand
+from torch_mydev.kernels.parallel import threads
 from torch_mydev_rules.iterator.reduction import ReductionPlan
-
-from . import threads
-from .copy_loops import PARALLEL_MIN_NUMEL, parallel_allowed
-from .dtypes import layout_of
-from .operand import Operand
 
 __all__ = [
     "OPS",
@@ -64,9 +63,9 @@ def _load() -> ModuleType:
     """Import the numba loops on first use (importing the package must not import numba)."""
     global _loops
     if _loops is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
-        (_loops,) = load_numba_modules("_reduction_loops")
+        (_loops,) = load_numba_modules("reduction._loops")
     return _loops
 
 
@@ -152,7 +151,7 @@ def _entry(name: str, lanes: tuple[np.dtype, np.dtype], args: tuple) -> Callable
     key = (name, lanes)
     entry = _entries.get(key)
     if entry is None:
-        from ._entry import entry_point
+        from torch_mydev.kernels.jit._entry import entry_point
 
         tokens = tuple(_token(lane) for lane in lanes)
         entry = entry_point(getattr(_load(), name + "_at"), 0, 0, 0, 0, *tokens, *args)
@@ -283,8 +282,8 @@ def _table(
     table = prepared.tables.get(key)
     if table is not None:
         return table
-    from . import _part_entries as entries
-    from .compiler import NotCompiled
+    from torch_mydev.kernels.jit.compiler import NotCompiled
+    from torch_mydev.kernels.parallel import _entries as entries
 
     out_lane, in_lane = prepared.lanes
     acc = np.float64 if partial is None else partial.dtype.type  # only a split reads it
@@ -299,7 +298,7 @@ def _table(
 
 
 def _accumulator(lane: np.dtype) -> type:
-    """The type ``_reduction_loops.widen`` accumulates ``lane`` in."""
+    """The type ``reduction._loops.widen`` accumulates ``lane`` in."""
     return np.float64 if lane == np.uint16 or lane.kind == "f" else np.int64
 
 
@@ -327,7 +326,7 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
     return run_serial
 
 
-# ---- the exact replica of CPU's serial float sum (``_cascade_loops``) ------------------------
+# ---- the exact replica of CPU's serial float sum (``reduction._cascade``) ------------------------
 
 # Below this many elements torch CPU sums on one thread (``at::internal::GRAIN_SIZE``).
 GRAIN_SIZE = 32768
@@ -339,17 +338,17 @@ _CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 3}  # PAIR, HALVES; else PLA
 
 class PreparedCascade(NamedTuple):
     """A serial replica's arguments after the addresses and lanes, both byte extents, and
-    the replica: ``cascade_at`` of ``_cascade_loops`` (sums) or ``extreme_at`` of
-    ``_extreme_loops`` (amax/amin); both take a trailing int (the mean's divisor)."""
+    the replica: ``cascade_at`` of ``reduction._cascade`` (sums) or ``extreme_at`` of
+    ``reduction._extreme`` (amax/amin); both take a trailing int (the mean's divisor)."""
 
     args: tuple
     extents: tuple[int, int]
     lane: np.dtype
-    module: str = "_cascade_loops"
+    module: str = "reduction._cascade"
     loop: str = "cascade_at"
 
 
-# The CPU capabilities whose amax/amin kernel ``_extreme_loops`` replays: AVX2's ``maximum``
+# The CPU capabilities whose amax/amin kernel ``reduction._extreme`` replays: AVX2's ``maximum``
 # (AVX512 machines run the AVX2 kernel). The generic ``Vectorized`` (``DEFAULT``, other
 # architectures) keeps a NaN's own bits and breaks ties its own way.
 _EXTREME_CAPABILITIES = frozenset({"AVX2", "AVX512"})
@@ -363,7 +362,7 @@ def _cpu_capability() -> str:
 
 def exact_float_extreme(dtype: torch.dtype, numel: int) -> bool:
     """Whether torch CPU reduces ``numel`` elements of float32/float64 ``dtype`` to their
-    amax/amin serially with the AVX2 kernel (so ``_extreme_loops`` gives its bits): below
+    amax/amin serially with the AVX2 kernel (so ``reduction._extreme`` gives its bits): below
     ``GRAIN_SIZE``, or on one thread, on x86 with AVX2."""
     if dtype not in (torch.float32, torch.float64):
         return False
@@ -389,7 +388,7 @@ def prepare_extreme(plan: ReductionPlan, dtype: torch.dtype, is_max: bool) -> Pr
         is_max,
         nans,
     )
-    return PreparedCascade(args, extents, lane, "_extreme_loops", "extreme_at")
+    return PreparedCascade(args, extents, lane, "reduction._extreme", "extreme_at")
 
 
 def _walk(
@@ -445,7 +444,7 @@ def _cascade_entry(prepared: PreparedCascade) -> Callable:
     """The replica's compiled entry point for ``prepared``'s argument types (loaded once)."""
     module = _replicas.get(prepared.module)
     if module is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
         (module,) = load_numba_modules(prepared.module)
         _replicas[prepared.module] = module
@@ -453,7 +452,7 @@ def _cascade_entry(prepared: PreparedCascade) -> Callable:
     key = (prepared.loop, prepared.lane, prepared.args[-1].dtype)
     entry = _entries.get(key)
     if entry is None:
-        from ._entry import entry_point
+        from torch_mydev.kernels.jit._entry import entry_point
 
         loop = getattr(module, prepared.loop)
         entry = entry_point(loop, 0, 0, 0, 0, token, token, *prepared.args, 0)

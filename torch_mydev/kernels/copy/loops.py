@@ -1,7 +1,7 @@
 """Decides the loop of a same-dtype copy: plan normalisation, unit, planes, tiled or DimCounter,
 threads.
 
-Shared by ``copy.copy_strided`` (any buffers) and ``copy_prepared.PreparedCopy`` (one layout,
+Shared by ``copy.copy_strided`` (any buffers) and ``copy.prepared.PreparedCopy`` (one layout,
 many calls): ``check_plan`` and ``coalesce`` normalise a plan, ``unit`` picks the widest
 element unit, ``plan_loop`` chooses the planes, tiled or DimCounter loop, ``run_loop`` runs it
 (in parallel from ``PARALLEL_MIN_NUMEL`` elements), ``memmove`` moves one byte range. The
@@ -19,9 +19,9 @@ from types import ModuleType
 
 import numpy as np
 
-from . import threads
-from .dtypes import layout_of
-from .operand import Operand
+from torch_mydev.kernels.dtypes import layout_of
+from torch_mydev.kernels.operand import Operand
+from torch_mydev.kernels.parallel import threads
 
 # Below this many elements a copy runs serially: a numba parallel launch costs tens of
 # microseconds, and on this machine (2 cores) a strided gather only gains from 16K elements.
@@ -42,7 +42,7 @@ TILE_MIN_SIDE = 16
 TILE_MIN_NUMEL = 1 << 14
 # A transpose whose one dim has at most PLANES_MAX elements (an image's channels: NCHW <->
 # channels_last with C = 3) and whose other dim has at least PLANES_MIN_LONG takes the planes
-# loop (``_copy_planes``), in blocks of PLANE_BLOCK positions of the long dim. The DimCounter
+# loop (``copy._planes``), in blocks of PLANE_BLOCK positions of the long dim. The DimCounter
 # loop ran such a plan three elements per row, 2-3x slower than torch CPU's copy.
 PLANES_MAX = 8
 PLANES_MIN_LONG = 16
@@ -66,9 +66,9 @@ def load_strided() -> ModuleType:
     """The numba module of the strided loops, imported on the first copy."""
     global _loops
     if _loops is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
-        (_loops,) = load_numba_modules("_strided")
+        (_loops,) = load_numba_modules("copy._strided")
     return _loops
 
 
@@ -76,9 +76,9 @@ def load_planes() -> ModuleType:
     """The numba module of the planes loop, imported on the first copy that takes it."""
     global _planes
     if _planes is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
-        (_planes,) = load_numba_modules("_copy_planes")
+        (_planes,) = load_numba_modules("copy._planes")
     return _planes
 
 
@@ -105,7 +105,7 @@ _LANE_CTYPES = {8: ctypes.c_uint64, 4: ctypes.c_uint32, 2: ctypes.c_uint16, 1: c
 
 
 def entry_of(kernel, *args: object) -> Callable:
-    from ._entry import entry_point  # imports numba
+    from torch_mydev.kernels.jit._entry import entry_point  # imports numba
 
     return entry_point(kernel, *args)
 
@@ -422,8 +422,8 @@ def _run_parallel(
     """``loop``'s C entry (``_replay_copy.strided_entry``) over ``threads.count()`` runs of its
     ``count`` elements, tiles or blocks, on numba's threads; None when it could not run (the
     entry or the parallel loop compiling in the background, another region running)."""
-    from . import _replay_copy as replay
-    from .compiler import NotCompiled
+    from torch_mydev.kernels.copy import _replay as replay
+    from torch_mydev.kernels.jit.compiler import NotCompiled
 
     try:
         entry = replay.strided_entry(kind, dst.dtype.type)

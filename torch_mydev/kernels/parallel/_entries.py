@@ -1,8 +1,8 @@
 """C entry points of the reduction walks, ``where`` and ``fill``, for ``threads.parallel_calls``.
 
 The bodies unpack a parameter block and call the serial loops the Python path calls
-(``_reduction_loops.inner_at`` / ``outer_at`` / ``split_part_at``,
-``_elementwise_loops.where_kernel`` / ``fill_kernel``) on the part of their range the block
+(``reduction._loops.inner_at`` / ``outer_at`` / ``split_part_at``,
+``elementwise._loops.where_kernel`` / ``fill_kernel``) on the part of their range the block
 names, so the bytes written are the same. The blocks' layouts are defined once, by
 ``pack_walk`` and ``pack_move`` here.
 """
@@ -14,11 +14,11 @@ import functools
 import numba
 import numpy as np
 
-from ._elementwise_loops import fill_kernel, where_kernel
-from ._reduction_loops import inner_at, outer_at, split_part_at
-from ._replay_abi import c_entry
-from ._replay_abi import pointer_of as _pointer_of
-from ._seal import seal
+from torch_mydev.kernels.elementwise._loops import fill_kernel, where_kernel
+from torch_mydev.kernels.jit._replay_abi import c_entry
+from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
+from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.reduction._loops import inner_at, outer_at, split_part_at
 
 # Words before a walk block's arrays: nk, nr, obase, ibase, fmt_in, fmt_out, op, the mean's
 # divisor (float64 bits), begin, end, out_units, in_units, partial's address, partial's length.

@@ -26,9 +26,16 @@ import numba
 import numpy as np
 from numba import njit, uint64
 
-from ._seal import seal
-from ._strided import _pointer
-from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
+from torch_mydev.kernels.copy._strided import _pointer
+from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.reduction._walks import (
+    first_two,
+    loop_count,
+    next_loop,
+    next_output,
+    offset_of,
+    output_count,
+)
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 

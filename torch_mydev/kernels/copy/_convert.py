@@ -74,7 +74,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._seal import seal
+from torch_mydev.kernels.jit._seal import seal
 
 INT64_MIN = -(1 << 63)
 INT32_MIN = -(1 << 31)

@@ -146,7 +146,7 @@ def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args
     from numba.core import sigutils
     from numba.core.ccallback import CFunc
 
-    from torch_mydev.kernels._cache_key import key_cache
+    from torch_mydev.kernels.jit._cache_key import key_cache
 
     job = ("call", maker.__module__, maker.__qualname__, args)
     depth = getattr(_local, "depth", 0)
@@ -236,7 +236,7 @@ def _work() -> None:
 
 
 def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
-    """Run ``python -m torch_mydev.kernels.compiler`` over ``batch``: the jobs it compiled,
+    """Run ``python -m torch_mydev.kernels.jit.compiler`` over ``batch``: the jobs it compiled,
     and whether a signal ended it (not a failure of the jobs: they are tried again).
 
     The child runs in a session of its own, so a Ctrl-C at the terminal, which interrupts

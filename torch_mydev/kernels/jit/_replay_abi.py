@@ -2,7 +2,7 @@
 
 Every entry is a ``numba.cfunc`` of one C signature, ``int64 (int64 out, int64 a, int64 b,
 int64 params)``: element addresses and the address of a packed ``int64`` parameter block,
-read back into the arrays and values the loop takes (``_replay_elementwise``,
+read back into the arrays and values the loop takes (``elementwise._replay``,
 ``_replay_copy``). Entries are compiled per combination of lane types (closure constants,
 which numba freezes into the machine code; ``cache=True`` keeps each on disk, keyed by
 them), on the first record of a layout that needs one.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from numba import types
 from numba.extending import intrinsic
 
-from torch_mydev.kernels import compiler
+from torch_mydev.kernels.jit import compiler
 
 C_SIGNATURE = types.int64(types.int64, types.int64, types.int64, types.int64)
 JIT = {"cache": True, "nogil": True}

@@ -29,8 +29,8 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from .dtypes import BFLOAT16, DtypeLayout
-from .float8 import DECODE
+from torch_mydev.kernels.dtypes import BFLOAT16, DtypeLayout
+from torch_mydev.kernels.float8 import DECODE
 
 __all__ = ["Canonical", "Reader", "Writer", "converters"]
 

@@ -1,6 +1,6 @@
 """How a replica of a serial ATen reduction walks its coalesced plan (numba helpers).
 
-Shared by ``_cascade_loops`` (sum) and ``_extreme_loops`` (amax/amin): the plan is a walk of
+Shared by ``reduction._cascade`` (sum) and ``reduction._extreme`` (amax/amin): the plan is a walk of
 ``shape`` (dim 0 fastest, at least one dim) with output and input strides in elements; an
 output stride of 0 marks a reduced dim. A walk keeps a multi-index ``idx`` (int64, one
 entry a dim, zeros to start) and steps it with ``next_output`` or ``next_loop``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ._seal import seal
+from torch_mydev.kernels.jit._seal import seal
 
 _INLINE = {"cache": True, "nogil": True, "error_model": "numpy", "inline": "always"}
 

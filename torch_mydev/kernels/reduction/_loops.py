@@ -25,15 +25,15 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ._elementwise_loops import (
+from torch_mydev.kernels.copy._strided import _pointer
+from torch_mydev.kernels.dtypes import BOOL, HALF
+from torch_mydev.kernels.elementwise._loops import (
     bfloat16_to_float,
     float_to_bfloat16,
     float_to_half,
     half_to_float,
 )
-from ._seal import seal
-from ._strided import _pointer
-from .dtypes import BOOL, HALF
+from torch_mydev.kernels.jit._seal import seal
 
 SUM = 0
 MEAN = 1

@@ -9,7 +9,7 @@ save's index and its data reads the data file the index names, which may still h
 entry's code (numbering restarts at 1 when the sources change). The loaded code then runs
 for the wrong argument types.
 
-Processes do share a cache: the compiler's child beside its parent (``kernels/compiler.py``),
+Processes do share a cache: the compiler's child beside its parent (``kernels/jit/compiler.py``),
 a program's worker processes, the test suite's workers. So every save holds an exclusive
 ``flock`` on ``<index>.lock`` beside the index, and every load a shared one. Where that file
 cannot be opened (a read-only cache folder), the cache works as numba's alone.

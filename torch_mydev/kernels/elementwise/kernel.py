@@ -5,14 +5,14 @@ and passes each operand as an ``Operand``: a 1-D ``uint8`` array over its whole 
 byte offset of element ``[0, ..., 0]``, its dtype, and byte strides over the coalesced,
 fastest-first shape (0 on broadcast dims). This module
 
-1. views each storage as typed *lanes* (see ``_elementwise_loops``) and turns byte offsets and
+1. views each storage as typed *lanes* (see ``elementwise._loops``) and turns byte offsets and
    strides into lane units, checking that every element lies inside its buffer (the loops do
    not bounds-check);
 2. converts Python numbers into the op's compute type the way ``c10::convert`` does
    (``scalar_bytes``, through the copy kernel), e.g. ``alpha`` for ``add``;
 3. calls one of five loops: ``binary`` (add/mul/div), ``compare``, ``unary`` (neg/abs),
    ``where`` and ``fill``; from ``PARALLEL_MIN_NUMEL`` elements (``_threshold``) the same
-   loops over parts of the plan on threads (``elementwise_parallel``), walking a large
+   loops over parts of the plan on threads (``elementwise.parallel``), walking a large
    transposed binary plan in tiles (``_tile_of``).
 
 All inputs of ``binary``/``compare``/``unary`` share the common dtype (torch CPU converts the
@@ -33,12 +33,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
+from torch_mydev.kernels.dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
+from torch_mydev.kernels.elementwise.parallel import ParallelKernel, run_moves
+from torch_mydev.kernels.operand import Operand
 from torch_mydev_rules.iterator.numbers import number_dtype, number_key
-
-from .copy_loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
-from .dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
-from .elementwise_parallel import ParallelKernel, run_moves
-from .operand import Operand
 
 __all__ = [
     "ARITHMETIC",
@@ -98,9 +97,9 @@ def _load() -> ModuleType:
     """Import the numba loops on first use (importing the package must not import numba)."""
     global _loops
     if _loops is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
-        (_loops,) = load_numba_modules("_elementwise_loops")
+        (_loops,) = load_numba_modules("elementwise._loops")
     return _loops
 
 
@@ -333,7 +332,7 @@ def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torc
 
 
 def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) -> np.ndarray:
-    from .copy import copy_strided
+    from torch_mydev.kernels.copy.kernel import copy_strided
 
     out = np.zeros(dst.itemsize, dtype=np.uint8)
     copy_strided(Operand(out, 0, dst, ()), Operand(data, offset, src, ()), ())
@@ -432,7 +431,7 @@ def _tokens(lanes: tuple[np.dtype, ...]) -> tuple[np.ndarray, ...]:
 
 
 def _entry(dispatcher, addresses: int, args: tuple) -> Callable:
-    from ._entry import entry_point
+    from torch_mydev.kernels.jit._entry import entry_point
 
     return entry_point(dispatcher, *((0,) * addresses), *args)
 
@@ -498,7 +497,7 @@ def _tile_of(lane_strides: np.ndarray, shape: np.ndarray) -> int:
 def _run_parallel(kind: str, arrays: tuple, base: np.ndarray, strides: np.ndarray,
                   shape: np.ndarray, value: np.ndarray | None = None) -> bool:  # fmt: skip
     """Run ``<kind>_kernel`` (``where``, ``fill``) over runs on numba's threads
-    (``elementwise_parallel.run_moves``) when a parallel region may run; False when it did
+    (``elementwise.parallel.run_moves``) when a parallel region may run; False when it did
     not run."""
     if not parallel_allowed(PARALLEL_MIN_NUMEL):
         return False

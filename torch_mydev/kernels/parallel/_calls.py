@@ -2,8 +2,8 @@
 
 ``run_calls(calls, starts)`` is ``at::parallel_for`` over parts whose work is already laid
 out: part ``p`` makes, in order, the calls in rows ``starts[p] .. starts[p + 1]`` of
-``calls``, each row a C entry point of ``_replay_abi.C_SIGNATURE`` (its address) and that
-entry's four arguments. The entries are the serial loops' C forms (``_replay_elementwise``,
+``calls``, each row a C entry point of ``jit._replay_abi.C_SIGNATURE`` (its address) and that
+entry's four arguments. The entries are the serial loops' C forms (``elementwise._replay``,
 ``_replay_copy``, ``_replay_reduction``), each told the part of its range to walk.
 
 Why one loop: a ``parallel=True`` function is compiled per argument types, 4 to 8 s each on
@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from ._seal import seal
+from torch_mydev.kernels.jit._seal import seal
 
 
 @intrinsic

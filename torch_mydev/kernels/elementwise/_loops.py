@@ -28,9 +28,14 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._seal import seal
-from ._strided import _pointer
-from .dtypes import BFLOAT16, BOOL, HALF, PLAIN  # what a uint8 / uint16 lane holds
+from torch_mydev.kernels.copy._strided import _pointer
+from torch_mydev.kernels.dtypes import (  # what a uint8 / uint16 lane holds
+    BFLOAT16,
+    BOOL,
+    HALF,
+    PLAIN,
+)
+from torch_mydev.kernels.jit._seal import seal
 
 # Binary arithmetic; ``sub`` is ``add`` with ``-alpha``, as ATen's sub_stub is.
 ADD = 0

@@ -3,7 +3,7 @@
 As ``at::parallel_for(0, numel, grain, ...)`` drives ATen's elementwise loops, the linear
 iteration range (dim 0 fastest) is cut in ``threads.count()`` equal runs; each run is a few
 boxes (``parts.boxes``), and each box one call of the op's serial loop, through its C entry
-(``_replay_elementwise``), on the plan's strides over the box's shape, the operands'
+(``elementwise._replay``), on the plan's strides over the box's shape, the operands'
 addresses moved to the box's first element. ``threads.parallel_calls`` runs the runs on
 numba's threads. Each element is computed exactly as on the serial path and there is no
 reduction, so the split changes no bit. The parts write disjoint elements: the caller runs
@@ -13,7 +13,7 @@ A large transposed binary plan is walked in tiles (``parts.tiled``, ``BINARY_TIL
 runs are then runs of the tiled plans' concatenated ranges.
 
 ``where`` and ``fill`` (``run_moves``) take the same boxes to their C entries in
-``_part_entries``, every operand's address in the block.
+``parallel._entries``, every operand's address in the block.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import parts, threads
-from .compiler import NotCompiled
-from .copy_loops import parallel_allowed
+from torch_mydev.kernels.copy.loops import parallel_allowed
+from torch_mydev.kernels.jit.compiler import NotCompiled
+from torch_mydev.kernels.parallel import parts, threads
 
 __all__ = ["ParallelKernel", "run_moves"]
 
@@ -115,7 +115,7 @@ class ParallelKernel:
         meta, strides, shape = rest[tokens : tokens + 3]
         if self.parts is not None and self.parts[0] is meta:
             return self.parts[1], self.parts[2]
-        from . import _replay_elementwise as replay
+        from torch_mydev.kernels.elementwise import _replay as replay
 
         entry = replay.entry(self.kind, rest)
         value = rest[tokens + 3] if self.kind == "binary" else None
@@ -141,10 +141,10 @@ def run_moves(kind: str, arrays: tuple, base: np.ndarray, strides: np.ndarray,
               shape: np.ndarray, value: np.ndarray | None = None) -> bool:  # fmt: skip
     """``<kind>_kernel`` (``where``: out, cond, a, b; ``fill``: out and ``value``), operands
     as lane arrays with start offsets ``base``, over the boxes of ``threads.count()`` runs on
-    numba's threads through its C entry (``_part_entries.move_entry``). False, having
+    numba's threads through its C entry (``parallel._entries.move_entry``). False, having
     written nothing, where that cannot run (the entry compiling in the background, another
     region running): the caller runs the serial kernel."""
-    from . import _part_entries as entries
+    from torch_mydev.kernels.parallel import _entries as entries
 
     try:
         entry = entries.move_entry(kind, arrays[0].dtype.type)

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from . import numba_loaded
-from .copy_loops import (
+from torch_mydev.kernels import numba_loaded
+from torch_mydev.kernels.copy.loops import (
     LANE_TOKENS,
     PARALLEL_MEMMOVE_MIN_BYTES,
     PARALLEL_MIN_NUMEL,
@@ -39,7 +39,7 @@ from .copy_loops import (
     transposed,
     unit_of,
 )
-from .dtypes import layout_of
+from torch_mydev.kernels.dtypes import layout_of
 
 __all__ = ["PreparedCopy", "plan_path", "prepare_copy"]
 

@@ -3,17 +3,17 @@
 numba stamps a cached function with its own source file only (numba 0.68: the sha256 of
 that file) and loads the machine code while the stamp matches. A loop here is compiled
 with helpers of other modules inside it (``_strided``'s ``_pointer``, ``_walks``' inline
-steps, ``_elementwise_loops``' rows, ``dtypes``' constants), so an edit there, or a
+steps, ``elementwise._loops``' rows, ``dtypes``' constants), so an edit there, or a
 ``pip install`` of a new version over an old ``__pycache__``, left it running the old
 machine code. Every numba module of this package keys its loops by its last line
 (``_seal.seal(__name__)``), and ``compiler.c_entry`` calls ``key_cache`` on each C entry
 it makes: the stamp numba compares (``IndexDataCacheFile._source_stamp``) becomes
-``stamp()``, the sha256 of every ``.py`` file of this folder and of numba's, llvmlite's and
+``stamp()``, the sha256 of every ``.py`` file of the kernels package and of numba's, llvmlite's and
 numpy's versions. Any change to any of them makes every cached loop stale: numba ignores
 the entry, compiles again and rewrites it. A copy or a reinstall of the same files keeps the caches.
 
 Every process computes the stamp from the files it imports, so the compiler's child
-process (``kernels/compiler.py``) writes entries its parent can load.
+process (``kernels/jit/compiler.py``) writes entries its parent can load.
 """
 
 from __future__ import annotations
@@ -28,24 +28,26 @@ import numba
 import numpy as np
 from numba.core.caching import NullCache
 
-from ._cache_lock import lock_cache_file
+from torch_mydev.kernels.jit._cache_lock import lock_cache_file
 
-_FOLDER = Path(__file__).parent
+_FOLDER = Path(__file__).parents[1]  # torch_mydev/kernels
 
 
 def sources_digest(folder: Path, versions: str) -> str:
-    """The sha256 of ``versions`` and of ``folder``'s ``.py`` files, names and bytes, by name
-    (not their times: a copy or a reinstall of the same files has the same digest)."""
+    """The sha256 of ``versions`` and of the ``.py`` files under ``folder`` (its sub-packages
+    too), paths and bytes, by path (not their times: a copy or a reinstall of the same files
+    has the same digest)."""
     digest = hashlib.sha256(versions.encode() + b"\0")
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         data = path.read_bytes()
-        digest.update(f"{path.name}\0{len(data)}\0".encode() + data)
+        name = path.relative_to(folder).as_posix()
+        digest.update(f"{name}\0{len(data)}\0".encode() + data)
     return f"torch_mydev.kernels sha256:{digest.hexdigest()}"
 
 
 @functools.cache
 def stamp() -> str:
-    """What a cached loop's machine code may depend on: this folder's sources and the numba,
+    """What a cached loop's machine code may depend on: the kernels package's sources and the numba,
     llvmlite and numpy versions (``sources_digest``). Read once per process."""
     versions = f"numba {numba.__version__} llvmlite {llvmlite.__version__} numpy {np.__version__}"
     return sources_digest(_FOLDER, versions)

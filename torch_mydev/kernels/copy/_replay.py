@@ -14,11 +14,11 @@ import functools
 import numba
 import numpy as np
 
-from ._copy_planes import copy_planes_at
-from ._replay_abi import JIT, c_entry
-from ._replay_abi import pointer_of as _pointer_of
-from ._seal import seal
-from ._strided import copy_range_at, copy_tiles_at, move_bytes_at
+from torch_mydev.kernels.copy._planes import copy_planes_at
+from torch_mydev.kernels.copy._strided import copy_range_at, copy_tiles_at, move_bytes_at
+from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
+from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
+from torch_mydev.kernels.jit._seal import seal
 
 
 def pack(shape, dst_units: int, src_units: int, width: int, tail: tuple, dst_strides,

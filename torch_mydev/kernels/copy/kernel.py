@@ -17,7 +17,7 @@ passes byte offsets and byte strides over whole-storage ``uint8`` buffers. This 
      least ``TILE_MIN_SIDE`` long and ``TILE_MIN_NUMEL`` elements: ``TILE`` x ``TILE`` tiles;
    - such a transpose with one dim of at most ``PLANES_MAX`` elements and the other of at
      least ``PLANES_MIN_LONG`` (NCHW <-> channels_last with C <= 8): the planes loop
-     (``_copy_planes``), blocks of the long dim, every position moving all its planes;
+     (``copy._planes``), blocks of the long dim, every position moving all its planes;
    - otherwise the DimCounter loop (``serial_for_each``);
    - at ``PARALLEL_MIN_NUMEL`` elements or more, the planes, tiled and DimCounter loops run in
      parallel (numba ``prange``, ``at::parallel_for``), one slice of the linear range per
@@ -44,9 +44,9 @@ deterministic result used here (torch's result on x86). NaN bit patterns follow 
 scalar conversions, except float32 -> bfloat16 where torch's vector loop runs (dim-0
 strides 2 and 4): there a NaN is 0xFFFF, as torch writes it (see ``_convert``).
 
-For a caller that copies one layout many times, ``prepare_copy`` (``copy_prepared``) makes
+For a caller that copies one layout many times, ``prepare_copy`` (``copy.prepared``) makes
 every same-dtype decision above from the plan alone, once. The same-dtype loops and the
-thresholds live in ``copy_loops``; this module is ``copy_strided`` and the casting branch.
+thresholds live in ``copy.loops``; this module is ``copy_strided`` and the casting branch.
 
 Importing this module does not import numba: the loops live in ``_strided`` and
 ``_convert``, imported on the first copy; ``cache=True`` keeps their machine code between
@@ -61,9 +61,8 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from . import threads
-from .cast import converters
-from .copy_loops import (
+from torch_mydev.kernels.copy.cast import converters
+from torch_mydev.kernels.copy.loops import (
     CAST_CHUNK,
     PARALLEL_MEMMOVE_MIN_BYTES,
     PARALLEL_MIN_NUMEL,
@@ -84,9 +83,10 @@ from .copy_loops import (
     unit_of,
     units_of,
 )
-from .copy_prepared import PreparedCopy, plan_path, prepare_copy
-from .dtypes import layout_of
-from .operand import Operand
+from torch_mydev.kernels.copy.prepared import PreparedCopy, plan_path, prepare_copy
+from torch_mydev.kernels.dtypes import layout_of
+from torch_mydev.kernels.operand import Operand
+from torch_mydev.kernels.parallel import threads
 
 __all__ = [
     "CAST_CHUNK",
@@ -117,9 +117,9 @@ def _load() -> tuple[ModuleType, ModuleType]:
 def _load_convert() -> ModuleType:
     global _convert
     if _convert is None:
-        from . import load_numba_modules
+        from torch_mydev.kernels import load_numba_modules
 
-        (_convert,) = load_numba_modules("_convert")
+        (_convert,) = load_numba_modules("copy._convert")
     return _convert
 
 

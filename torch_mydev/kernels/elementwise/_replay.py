@@ -14,9 +14,9 @@ import functools
 import numba
 import numpy as np
 
-from ._elementwise_loops import binary_at, compare_at, unary_at
-from ._replay_abi import c_entry
-from ._replay_abi import pointer_of as _pointer_of
+from torch_mydev.kernels.elementwise._loops import binary_at, compare_at, unary_at
+from torch_mydev.kernels.jit._replay_abi import c_entry
+from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
 
 META_WORDS = 8
 

@@ -6,8 +6,8 @@ elements), the source along H*W. ``channels_last -> NCHW`` is the same pair the 
 round. The tiled loop wants both transposed dims long and the DimCounter loop runs along
 dim 0, three elements at a time; this loop is shaped for the tiny dim instead.
 
-The plan comes normalised (``copy_loops.plan_loop``): dim 0 is the tiny dim (the *planes*,
-at most ``copy_loops.PLANES_MAX``), dim 1 the long dim, dims 2 and up batch dims. One side
+The plan comes normalised (``copy.loops.plan_loop``): dim 0 is the tiny dim (the *planes*,
+at most ``copy.loops.PLANES_MAX``), dim 1 the long dim, dims 2 and up batch dims. One side
 is contiguous along dim 0 (interleaved), the other along dim 1 (planar). The long dim is cut
 into blocks of ``block`` positions; blocks are numbered block fastest, then the batch dims.
 Inside a block each position moves all its planes before the next (the interleaved side is
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 from numba import njit, uint64
 
-from ._seal import seal
-from ._strided import _pointer
+from torch_mydev.kernels.copy._strided import _pointer
+from torch_mydev.kernels.jit._seal import seal
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -25,16 +25,23 @@ import numpy as np
 from numba import njit, types, uint64
 from numba.extending import overload
 
-from ._elementwise_loops import (
+from torch_mydev.kernels.copy._strided import _pointer
+from torch_mydev.kernels.dtypes import HALF
+from torch_mydev.kernels.elementwise._loops import (
     bfloat16_to_float,
     float_to_bfloat16,
     float_to_half,
     half_to_float,
 )
-from ._seal import seal
-from ._strided import _pointer
-from ._walks import first_two, loop_count, next_loop, next_output, offset_of, output_count
-from .dtypes import HALF
+from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.reduction._walks import (
+    first_two,
+    loop_count,
+    next_loop,
+    next_output,
+    offset_of,
+    output_count,
+)
 
 SCALAR = 0
 PLAIN = 1

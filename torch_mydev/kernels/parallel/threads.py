@@ -1,11 +1,11 @@
 """Runs a loop over parts of its range on threads: ATen's ``at::parallel_for``, two ways.
 
 ``parallel_calls(parts)``: the numba loops. Each part is a list of calls of C entry points
-(``_replay_abi.C_SIGNATURE``: a serial loop told the part of its range to walk); numba's
-threads run the parts (``_parallel_calls.run_calls``, the package's one ``parallel=True``
+(``jit._replay_abi.C_SIGNATURE``: a serial loop told the part of its range to walk); numba's
+threads run the parts (``parallel._calls.run_calls``, the package's one ``parallel=True``
 function, compiled once for every loop and dtype). A launch costs what numba's costs, a few
-microseconds. It runs from ``copy_loops.PARALLEL_MIN_NUMEL`` elements, in the process that
-first ran one (``copy_loops.parallel_allowed``: numba's OpenMP layer ends a forked child
+microseconds. It runs from ``copy.loops.PARALLEL_MIN_NUMEL`` elements, in the process that
+first ran one (``copy.loops.parallel_allowed``: numba's OpenMP layer ends a forked child
 that launches after its parent did), and not while the loop or an entry is still compiling
 in the background: the caller then runs its serial loop.
 
@@ -119,7 +119,7 @@ def call_table(parts: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarr
 def run_calls(calls: np.ndarray, starts: np.ndarray) -> int | None:
     """``parallel_calls`` of a table made by ``call_table`` (a caller that repeats a layout
     keeps its table and sets the addresses in it)."""
-    from torch_mydev.kernels.compiler import NotCompiled
+    from torch_mydev.kernels.jit.compiler import NotCompiled
 
     if not _lock.acquire(blocking=False):
         return None
@@ -135,12 +135,12 @@ def run_calls(calls: np.ndarray, starts: np.ndarray) -> int | None:
 
 
 def _loop() -> Callable:
-    """``_parallel_calls.run_calls``, imported with numba's target readied on first use."""
+    """``parallel._calls.run_calls``, imported with numba's target readied on first use."""
     global _run_calls
     if _run_calls is None:
         from torch_mydev.kernels import load_numba_modules
 
-        (module,) = load_numba_modules("_parallel_calls")
+        (module,) = load_numba_modules("parallel._calls")
         _run_calls = module.run_calls
     return _run_calls
 
