@@ -27,10 +27,10 @@ def bench_fallback(mode: Mode, out: Results) -> None:
 
     ``sin`` (functional: CPU writes straight into a mydev-allocated out= alias) at 1K and
     the big size, and ``v @ w`` (64x256 @ 256x256), each on both paths of
-    ``torch_mydev.ops.fallback`` (``zero_copy``; ``TORCH_MYDEV_FALLBACK_COPY=1`` selects
+    ``torch_mydev.ops.fallback.boxed`` (``zero_copy``; ``TORCH_MYDEV_FALLBACK_COPY=1`` selects
     the copy path at import), against torch CPU in the same run.
     """
-    from torch_mydev.ops import fallback
+    from torch_mydev.ops.fallback import boxed as fallback
 
     small = next(k for k, v in mode.sizes.items() if v == 1 << 10)
     big = next(k for k, v in mode.sizes.items() if v == mode.big)

@@ -22,7 +22,7 @@ does), three of the four dropout masks match but ``dropout1``'s does not: its in
 attention output, is a transposed view (``batch_first``). CPU's ``F.dropout`` runs
 ``_dropout_impl`` (aten/src/ATen/native/Dropout.cpp), which draws its ``bernoulli_`` noise
 into ``empty_like(input)``, in the input's memory order; mydev, like CUDA, reaches
-``native_dropout``, whose fallback (``fallback_random._native_dropout``, CPU's
+``native_dropout``, whose fallback (``fallback.random._native_dropout``, CPU's
 ``native_dropout_cpu``) draws into a contiguous mask: the same numbers at other positions.
 ``tests/ops/test_transformer.py`` keeps that case as a strict xfail. p > 0 also moves
 attention from CPU's flash kernel to the math path (CPU's ``_fused_sdp_choice`` for dropout).

@@ -23,12 +23,12 @@ if torch.__version__.split(".")[:2] not in [v.split(".") for v in _loader.SUPPOR
 # allocator, guard, hooks, views), which the modules below import.
 from torch_mydev import _stub  # noqa: F401
 from torch_mydev import compile as _compile
-from torch_mydev import device_module as _device_module
 from torch_mydev import distributed as _distributed
-from torch_mydev import runtime_surface as _runtime_surface
 from torch_mydev._names import DEVICE
 from torch_mydev.ops import registry as _registry
-from torch_mydev.ops.fallback import FallbackWarning, fallback_stats, reset_fallback_stats
+from torch_mydev.ops.fallback.boxed import FallbackWarning, fallback_stats, reset_fallback_stats
+from torch_mydev.runtime import module as _device_module
+from torch_mydev.runtime import surface as _runtime_surface
 from torch_mydev_rules.iterator import Report, explain
 
 _compile.install(_device_module.install(DEVICE))

@@ -183,7 +183,7 @@ def patch_fake_tensor_backend_meta() -> None:
 
 def apply_runtime() -> None:
     """The runtime patches (called when ``torch.mydev`` is installed,
-    ``torch_mydev.runtime_surface.install``)."""
+    ``torch_mydev.runtime.surface.install``)."""
     patch_tensor_dlpack_device()
     patch_deepcopy_backend_meta()
     patch_fake_tensor_backend_meta()

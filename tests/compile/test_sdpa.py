@@ -1,5 +1,5 @@
 """``torch.compile`` of scaled_dot_product_attention on mydev: the graph calls the
-OVERRIDEABLE ops (torch_mydev/ops/fallback_sdpa.py) as extern kernels, and inductor's
+OVERRIDEABLE ops (torch_mydev/ops/fallback/sdpa.py) as extern kernels, and inductor's
 stride checks of their outputs hold (they follow the ops' meta functions).
 
 Truth: the same function compiled for CPU (whose graph calls CPU's flash ops).

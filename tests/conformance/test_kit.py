@@ -21,7 +21,9 @@ def test_a_wrong_rule_is_reported(monkeypatch):
     """A broken ``infer_dense_strides`` (clone of a non-dense tensor) is found, and the
     report names ``empty_like`` as the step CPU's result departs at (or the rules now
     raise: an expanded tensor's strides make an overlapping copy destination)."""
-    monkeypatch.setattr(layout, "infer_dense_strides", lambda sizes, strides: tuple(strides))
+    monkeypatch.setattr(
+        layout.strides, "infer_dense_strides", lambda sizes, strides: tuple(strides)
+    )
     result = run(torch.device("cpu"), select(["clone"]), seed=0, rounds=40)
     assert result.divergences
     steps = {
@@ -33,7 +35,7 @@ def test_a_wrong_rule_is_reported(monkeypatch):
 
 def test_a_wrong_predicate_is_reported(monkeypatch):
     """c10's predicates are checked too: ``is_contiguous`` always true is found."""
-    monkeypatch.setattr(layout, "is_contiguous", lambda sizes, strides: True)
+    monkeypatch.setattr(layout.contiguity, "is_contiguous", lambda sizes, strides: True)
     result = run(torch.device("cpu"), select(["as_strided"]), seed=0, rounds=40)
     assert any("rules is_contiguous" in text for d in result.divergences for text in d.differs)
 
@@ -73,7 +75,9 @@ def test_a_device_this_torch_lacks_exits_2(capsys):
 def test_the_json_file(tmp_path, monkeypatch):
     """``--json``: the run's counts, and per divergence the op, the case, both outcomes and
     the rules' prediction with their steps."""
-    monkeypatch.setattr(layout, "infer_dense_strides", lambda sizes, strides: tuple(strides))
+    monkeypatch.setattr(
+        layout.strides, "infer_dense_strides", lambda sizes, strides: tuple(strides)
+    )
     path = tmp_path / "run.json"
     args = ["--device", "cpu", "--ops", "clone", "sum", "--rounds", "20", "--json", str(path)]
     assert cli.main(args) == 1

@@ -41,7 +41,7 @@ def test_mydev_agrees_with_cpu():
 
 def test_exp_of_an_integer_tensor_has_cpus_strides():
     """CPU casts a non-dense integer input to a preserve_format float temporary first; so
-    does mydev now (ops/fallback_structured.py runs CPU's functional kernel for it): it
+    does mydev now (ops/fallback/structured.py runs CPU's functional kernel for it): it
     took the strides TensorIterator gives without the temporary (size-1 dims)."""
 
     def exp_strides(device):
@@ -53,7 +53,7 @@ def test_exp_of_an_integer_tensor_has_cpus_strides():
 
 def test_amin_of_an_empty_tensor_raises_cpus_error_first():
     """CPU checks the empty dim (IndexError) before the repeated one (RuntimeError), for
-    every dtype; mydev did for its native dtypes only (ops/reduction.py)."""
+    every dtype; mydev did for its native dtypes only (ops/reduction/aten.py)."""
     for device in ("cpu", "mydev"):
         x = torch.empty(0, 4, 1, dtype=torch.complex128, device=device)
         with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):

@@ -101,7 +101,7 @@ def test_refuses_a_block_held_elsewhere() -> None:
 def test_fallback_results_are_adopted_not_copied(monkeypatch) -> None:
     """A non-structured op through the fallback (native_layer_norm's three results): equal
     to CPU, with CPU's layout, and never copied to mydev (``to_mydev`` is not called)."""
-    from torch_mydev.ops import fallback_copy
+    from torch_mydev.ops.fallback import copy as fallback_copy
 
     x = torch.randn(4, 6, 8)
     w, b = torch.randn(8), torch.randn(8)
@@ -130,7 +130,7 @@ def test_fallback_results_are_adopted_not_copied(monkeypatch) -> None:
 def test_cpu_tensor_passed_in_is_never_adopted() -> None:
     """The fast path's own guard: a CPU tensor the call was given (an op may return it as it
     is) is copied to mydev, and stays valid for its owner."""
-    from torch_mydev.ops import fallback_fast
+    from torch_mydev.ops.fallback import fast as fallback_fast
 
     call = fallback_fast._Call()
     mine = _fresh(5)
@@ -189,7 +189,7 @@ def test_python_cpu_kernels_results_are_copied_not_taken() -> None:
 def test_no_adoption_while_python_overrides_an_aten_cpu_kernel() -> None:
     """An aten op's CPU kernel overridden from Python turns adoption off for every op until
     the override is gone (torch.library's record of Python kernels is read)."""
-    from torch_mydev.ops import fallback_fast
+    from torch_mydev.ops.fallback import fast as fallback_fast
 
     mm = torch.ops.aten.mm.default
     assert fallback_fast._may_adopt(mm)

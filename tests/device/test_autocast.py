@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torch_mydev import autocast
+from torch_mydev.runtime import autocast
 
 
 def test_op_lists_are_exactly_cpus():

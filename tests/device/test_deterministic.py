@@ -157,12 +157,16 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
     try:
         block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
         address = block.data_ptr()
+        held = torch.mydev.memory_stats()
         del block
+        freed = torch.mydev.memory_stats()
         t = make()
     finally:
         if enabled:
             gc.enable()
-    assert t.data_ptr() == address, "the allocator should hand the freed block back"
+    keys = ("allocated_bytes.all.current", "reserved_bytes.all.current")
+    facts = {k: (held[k], freed[k]) for k in keys}
+    assert t.data_ptr() == address, f"the allocator should hand the freed block back: {facts}"
     return t
 
 

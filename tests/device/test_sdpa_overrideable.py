@@ -1,5 +1,5 @@
 """scaled_dot_product_attention's OVERRIDEABLE backend on mydev (csrc_stub/sdpa.cpp,
-torch_mydev/ops/fallback_sdpa.py), after OpenReg's tests/test_sdpa.py.
+torch_mydev/ops/fallback/sdpa.py), after OpenReg's tests/test_sdpa.py.
 
 Truth: CPU. Where CPU picks its flash kernel, mydev picks OVERRIDEABLE, whose kernels are
 that flash kernel: outputs and gradients are CPU's bits and layouts. Where CPU picks the

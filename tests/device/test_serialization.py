@@ -1,7 +1,7 @@
 """torch.save / torch.load, pickle, state dicts, storages and torch.export with mydev tensors.
 
 torch restores tensors through ``torch._utils._to``, which enters ``torch.mydev.device(i)``:
-these are the checks of ``torch_mydev/device_info.py``'s ``device`` context manager in use.
+these are the checks of ``torch_mydev/runtime/device_info.py``'s ``device`` context manager in use.
 """
 
 import io

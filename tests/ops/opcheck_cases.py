@@ -107,7 +107,7 @@ def _mode(rounding: str, out: bool = False, scalar: bool = False) -> Callable[[]
 
 
 CASES: tuple[Case, ...] = (
-    # -- elementwise: binary (ops/families.py) --
+    # -- elementwise: binary (ops/elementwise/families.py) --
     Case("add.Tensor", lambda: ((_x(), _row()), {"alpha": 2})),
     Case("add.out", lambda: ((_x(), _row()), {"out": _out()})),
     *[c for c in _binary("add") if c.overload not in ("add.Tensor", "add.out")],
@@ -138,7 +138,7 @@ CASES: tuple[Case, ...] = (
     Case("abs", lambda: ((_x(),), {})),
     Case("abs.out", lambda: ((_x(),), {"out": _out()})),
     Case("abs_", lambda: ((_x(),), {})),
-    # -- relu, clamp_min, threshold (ops/elementwise_relu.py) --
+    # -- relu, clamp_min, threshold (ops/elementwise/relu.py) --
     Case("relu", lambda: ((_cl(),), {})),
     Case("relu_", lambda: ((_x(),), {})),
     Case("clamp_min", lambda: ((_x(), 0.5), {})),
@@ -158,7 +158,7 @@ CASES: tuple[Case, ...] = (
     Case("zero_", lambda: ((_x(),), {})),
     Case("where.self", lambda: ((_x() > 0, _x(), _row()), {})),
     Case("where.self_out", lambda: ((_x() > 0, _x(), _row()), {"out": _out()})),
-    # -- reductions (ops/reduction.py) --
+    # -- reductions (ops/reduction/aten.py) --
     *(
         _reduction(name)
         for name in ("sum.dim_IntList", "sum", "sum.IntList_out", "mean.dim", "mean.out")

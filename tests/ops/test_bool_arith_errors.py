@@ -1,5 +1,5 @@
-"""``-`` and relu on bool tensors raise what CPU raises (ops/elementwise_checks.py
-``sub_check``, ``neg_check``, ops/elementwise_relu.py ``_check_relu``): the same message and
+"""``-`` and relu on bool tensors raise what CPU raises (ops/elementwise/checks.py
+``sub_check``, ``neg_check``, ops/elementwise/relu.py ``_check_relu``): the same message and
 the same exception type, which torch changed (``RuntimeError`` in 2.13,
 ``NotImplementedError`` from 2.14: TORCH_CHECK_NOT_IMPLEMENTED).
 

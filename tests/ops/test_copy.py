@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.layout.strategies import views
 from tests.support.dtypes import COPY_DTYPES, FLOATS, UNSIGNED
 from tests.support.tensors import same_bits, view_pair
-from torch_mydev.ops import copy as copy_ops
+from torch_mydev.ops.copy import aten as copy_ops
 from torch_mydev_rules import layout
 
 

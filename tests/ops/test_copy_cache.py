@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from tests.support.tensors import same_bits
-from torch_mydev.ops import conversions, factories, replay
-from torch_mydev.ops import copy as copy_ops
+from torch_mydev.ops import factories, replay
+from torch_mydev.ops.copy import aten as copy_ops
+from torch_mydev.ops.copy import conversions
 
 
 def test_one_layout_many_storages():

@@ -2,7 +2,7 @@
 
 torch's argument parser wraps the number (``scalar_to_tensor``: bool, int64, double or
 complex double) and the dispatcher hands our Python kernel the number itself
-(``ops/copy.py`` ``wrapped_number``). Truth: the same ``copy_`` on a CPU tensor, bit for bit.
+(``ops/copy/aten.py`` ``wrapped_number``). Truth: the same ``copy_`` on a CPU tensor, bit for bit.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch
 
 from tests.support.dtypes import COPY_DTYPES
 from tests.support.tensors import same_bits
-from torch_mydev.ops import copy as copy_ops
-from torch_mydev.ops.copy import wrapped_number
+from torch_mydev.ops.copy import aten as copy_ops
+from torch_mydev.ops.copy.aten import wrapped_number
 
 NAN = float("nan")
 NUMBERS = [

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.support.tensors import same_bits
-from torch_mydev.ops import elementwise_general
+from torch_mydev.ops.elementwise import general as elementwise_general
 
 
 def _general_path_forbidden(monkeypatch):
@@ -160,7 +160,7 @@ NUMBER_CALLS = [
 def test_a_new_number_reuses_its_types_entry(dtype, values, call, monkeypatch) -> None:
     """A Python number not seen before runs through the entry made for its type (its value
     converted per call, nothing stored), bit for bit as CPU computes that call."""
-    from torch_mydev.ops import elementwise_entries
+    from torch_mydev.ops.elementwise import entries as elementwise_entries
 
     x = torch.linspace(-3, 3, 24).reshape(4, 6)
     x = x.to(dtype) if not dtype.is_complex else (x + 1j * x.flip(0)).to(dtype)

@@ -6,7 +6,7 @@ The thresholds are lowered to one element here, so the small hypothesis layouts 
 parallel path (``kernels.elementwise_parallel``), on two threads or more; the count of
 parallel regions (``threads.regions``) proves each call went parallel. The per-signature
 entries and the stub's records of them are cleared around each test
-(``elementwise_entries.clear``), so nothing prepared under the real thresholds is reused.
+(``elementwise.entries.clear``), so nothing prepared under the real thresholds is reused.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.support.dtypes import FEW
 from torch_mydev.kernels.copy import loops as copy_loops
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.kernels.parallel import threads
-from torch_mydev.ops import elementwise_entries
+from torch_mydev.ops.elementwise import entries as elementwise_entries
 
 # A few dtypes: the split is under test here; tests/ops/test_elementwise covers every dtype.
 

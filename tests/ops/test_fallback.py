@@ -1,4 +1,4 @@
-"""The CPU fallback (torch_mydev/ops/fallback.py) against torch CPU.
+"""The CPU fallback (torch_mydev/ops/fallback/boxed.py) against torch CPU.
 
 Truth: the same call on CPU tensors with the same sizes, strides and values; results must
 have CPU's values, sizes and strides, live on mydev, and alias what CPU's results alias.
@@ -15,7 +15,8 @@ import torch
 
 import torch_mydev
 from tests.support.tensors import same_bits, same_layout
-from torch_mydev.ops import fallback, fallback_copy
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import copy as fallback_copy
 
 CL = torch.channels_last
 

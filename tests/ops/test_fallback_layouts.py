@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.layout.strategies import storage_elements, views
 from tests.support.raises import outcome
 from tests.support.tensors import same_bits, same_layout, values
-from torch_mydev.ops import fallback
+from torch_mydev.ops.fallback import boxed as fallback
 
 OPS = {
     "sin": lambda t: torch.sin(t),

@@ -2,7 +2,7 @@
 
 Truth: a single-threaded run with the same seeds. The fallback lends a mydev generator's
 state to a CPU generator argument and never touches CPU's default generator
-(torch_mydev/ops/fallback_random.py).
+(torch_mydev/ops/fallback/random.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import torch_mydev
-from torch_mydev.ops import fallback
+from torch_mydev.ops.fallback import boxed as fallback
 
 DRAWS = 20
 

@@ -14,7 +14,8 @@ import torch
 import torch_mydev
 from tests.support.raises import run_like_cpu
 from tests.support.tensors import same_bits, same_layout
-from torch_mydev.ops import fallback, fallback_copy
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import copy as fallback_copy
 
 
 @pytest.fixture(autouse=True)

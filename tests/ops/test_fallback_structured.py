@@ -1,7 +1,7 @@
 """Structured ops through the fallback get CPU's output layout for non-dense inputs.
 
 Truth: the same op on the same layout and values on CPU (sizes, strides, dtype, contiguity
-flags, bits). Without ``ops/fallback_structured.py`` mydev's functional structured ops took
+flags, bits). Without ``ops/fallback/structured.py`` mydev's functional structured ops took
 the strides TensorIterator gives without CPU's cast temporaries (CUDA's), which differ for a
 non-dense input of another dtype than the common one (docs/fallback.md).
 """
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import torch_mydev
 from tests.iterator.strategies import layout_for, make_tensor, shapes
 from tests.support.tensors import same_bits, same_layout
-from torch_mydev.ops import fallback
-from torch_mydev.ops.fallback_structured import all_dense
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback.structured import all_dense
 
 # unary ops whose integer input is promoted to float (unary_float_op_config)
 UNARY_FLOAT = {

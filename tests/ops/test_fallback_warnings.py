@@ -16,7 +16,7 @@ import torch
 
 import torch_mydev
 from tests.support.tensors import same_bits, same_layout
-from torch_mydev.ops import fallback
+from torch_mydev.ops.fallback import boxed as fallback
 
 X = torch.arange(24.0).reshape(2, 3, 4)
 M1 = torch.tensor([1, 0], dtype=torch.uint8)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import torch_mydev
-from torch_mydev.ops import families
+from torch_mydev.ops.elementwise import families
 from torch_mydev.ops.registry import KERNELS
 from torch_mydev_rules.iterator.families import FAMILIES, family_of, iterator_config
 

@@ -17,7 +17,7 @@ import torch
 
 import torch_mydev
 from tests.support.dtypes import INTEGERS
-from torch_mydev.ops import histogram
+from torch_mydev.ops.reduction import histogram
 
 RESIZED = "An output with one or more elements was resized"
 

@@ -2,7 +2,7 @@
 
 Truth: the same call on the CPU tensor. ``Tensor.item()`` (ATen's ``item``) refuses all but
 one element before it calls ``_local_scalar_dense``, whose CPU and CUDA kernels refuse an
-empty tensor and otherwise read the first element (``ops/copy.py`` ``local_scalar_dense``).
+empty tensor and otherwise read the first element (``ops/copy/aten.py`` ``local_scalar_dense``).
 """
 
 from __future__ import annotations

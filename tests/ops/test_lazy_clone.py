@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from torch_mydev import _C
-from torch_mydev.ops.fallback import fallback_stats, reset_fallback_stats
+from torch_mydev.ops.fallback.boxed import fallback_stats, reset_fallback_stats
 
 is_cow = torch._C._is_cow_tensor
 REPEATS = 4  # first call, entry, record, replay

@@ -12,7 +12,8 @@ import torch
 
 from tests.support.tensors import same_bits
 from torch_mydev import _C
-from torch_mydev.ops import elementwise_entries, replay
+from torch_mydev.ops import replay
+from torch_mydev.ops.elementwise import entries as elementwise_entries
 
 
 def _python_path_forbidden(monkeypatch):
@@ -22,7 +23,7 @@ def _python_path_forbidden(monkeypatch):
         raise AssertionError("the Python path ran for a recorded call signature")
 
     monkeypatch.setattr(elementwise_entries, "_signature", refuse)
-    from torch_mydev.ops import elementwise_relu
+    from torch_mydev.ops.elementwise import relu as elementwise_relu
 
     monkeypatch.setattr(elementwise_relu, "_signature", refuse)
 
@@ -161,7 +162,8 @@ def test_the_record_is_read_by_the_names_the_stub_defines() -> None:
 
 
 def _copy_python_path_forbidden(monkeypatch):
-    from torch_mydev.ops import conversions, copy
+    from torch_mydev.ops.copy import aten as copy
+    from torch_mydev.ops.copy import conversions
 
     def refuse(*args, **kwargs):
         raise AssertionError("the Python path ran for a recorded copy")

@@ -1,4 +1,4 @@
-"""Sparse COO tensors on mydev against torch CPU (ops/fallback_sparse.py, docs/fallback.md).
+"""Sparse COO tensors on mydev against torch CPU (ops/fallback/sparse.py, docs/fallback.md).
 
 Truth: the same call on CPU tensors. Every result is compared on device type, layout, sizes,
 sparse/dense dims, nnz, ``is_coalesced``, and indices and values bit for bit (CPU's sparse
@@ -15,7 +15,8 @@ import torch
 import torch_mydev
 from tests.support.raises import run_like_cpu
 from tests.support.tensors import same_bits
-from torch_mydev.ops import fallback, fallback_sparse
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import sparse as fallback_sparse
 
 IDX = torch.tensor([[0, 1, 1, 0, 2], [1, 0, 1, 1, 2]])  # (0, 1) twice: uncoalesced
 V = torch.tensor([1.5, -2.25, 3.0, 0.1, 7.0])

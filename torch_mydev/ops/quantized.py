@@ -9,7 +9,7 @@ is not allowed"), and a quantized dtype or a quantized CPU tensor meeting mydev 
 "Could not run ... from the 'Quantizedmydev' backend".
 
 Two places refuse, with one message: the fallback, when a CPU kernel returns a quantized
-tensor for mydev (``fallback_copy.to_mydev``), and a boxed fallback for the
+tensor for mydev (``fallback.copy.to_mydev``), and a boxed fallback for the
 ``QuantizedPrivateUse1`` dispatch key (quantized dtypes on mydev, quantized CPU tensors
 passed with mydev ones).
 """

@@ -2,7 +2,7 @@
 
 ``empty.memory_format`` and ``empty_strided`` are C++ (``csrc_stub/factories.cpp``).
 
-The elementwise overloads come from the op-family table (``ops/families.py``).
+The elementwise overloads come from the op-family table (``ops/elementwise/families.py``).
 """
 
 from collections.abc import Callable
@@ -10,22 +10,18 @@ from typing import Any
 
 import torch
 
-from torch_mydev import streams
 from torch_mydev.kernels.jit import compiler
 from torch_mydev.kernels.jit.compiler import NotCompiled
-from torch_mydev.ops import (
-    conversions,
-    copy,
-    factories,
-    fallback,
-    fallback_sparse,
-    families,
-    histogram,
-    quantized,
-    reduction,
-    tensor_type,
-)
-from torch_mydev.ops.elementwise_checks import NotNative
+from torch_mydev.ops import factories, quantized, tensor_type
+from torch_mydev.ops.copy import aten as copy
+from torch_mydev.ops.copy import conversions
+from torch_mydev.ops.elementwise import families
+from torch_mydev.ops.elementwise.checks import NotNative
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import sparse as fallback_sparse
+from torch_mydev.ops.reduction import aten as reduction
+from torch_mydev.ops.reduction import histogram
+from torch_mydev.runtime import streams
 
 KERNELS: dict[str, Callable] = {
     "empty_like": factories.empty_like,
@@ -36,11 +32,11 @@ KERNELS: dict[str, Callable] = {
     "record_stream": streams.record_stream,
     # Module._apply keeps Parameters (and ties) only when this says yes (ops/tensor_type.py)
     "_has_compatible_shallow_copy_type": tensor_type.has_compatible_shallow_copy_type,
-    # native elementwise ops: functional, out= and in-place overloads (ops/families.py)
+    # native elementwise ops: functional, out= and in-place overloads (ops/elementwise/families.py)
     **families.overload_kernels(),
-    # native reductions (ops/reduction.py, docs/reductions.md)
+    # native reductions (ops/reduction/aten.py, docs/reductions.md)
     **reduction.KERNELS,
-    # histc: CUDA's integer histogram; other dtypes run CPU's kernel (ops/histogram.py)
+    # histc: CUDA's integer histogram; other dtypes run CPU's kernel (ops/reduction/histogram.py)
     **histogram.KERNELS,
 }
 

@@ -68,7 +68,7 @@ def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
 
 @_unless_compiling
 def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
-    """Record ``entry`` (an ``elementwise_entries.Entry`` whose loop is ``kind``:
+    """Record ``entry`` (an ``elementwise.entries.Entry`` whose loop is ``kind``:
     ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
     (a large layout: its cost is the loop, not the call) is not recorded."""
     from torch_mydev.kernels.elementwise import _replay as loops

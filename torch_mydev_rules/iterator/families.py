@@ -6,7 +6,7 @@ ATen builds every elementwise op with one of a few configs (``BINARY_OP_CONFIG``
 names, per family, the torch function names it covers and the config it builds; the device's
 ops (``torch_mydev.ops``) and ``explain`` both ask ``iterator_config`` here, so what
 ``explain`` shows is what the device plans. The device side (which overloads are registered,
-which kernel runs) is ``torch_mydev.ops.families``, which reads this table.
+which kernel runs) is ``torch_mydev.ops.elementwise.families``, which reads this table.
 """
 
 from __future__ import annotations

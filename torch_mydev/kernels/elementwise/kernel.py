@@ -1,6 +1,6 @@
 """Decides how a planned elementwise op reaches its numba loop: lanes, offsets, compute values.
 
-The caller (``torch_mydev.ops.elementwise``) has planned the iteration like TensorIterator
+The caller (``torch_mydev.ops.elementwise.aten``) has planned the iteration like TensorIterator
 and passes each operand as an ``Operand``: a 1-D ``uint8`` array over its whole storage, the
 byte offset of element ``[0, ..., 0]``, its dtype, and byte strides over the coalesced,
 fastest-first shape (0 on broadcast dims). This module

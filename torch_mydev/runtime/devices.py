@@ -4,7 +4,7 @@ The device count comes from ``TORCH_MYDEV_DEVICE_COUNT`` (default 2), read once 
 stub loads. As with CUDA, the current device belongs to the calling thread and starts at 0;
 ``torch.mydev.device(i)``, ``torch.accelerator.set_device_index`` and device guards all set
 the same state, kept in the stub (csrc_stub/device.cpp). As CUDA's, `current_device` and
-`set_device` initialise mydev first (`torch_mydev.lazy_init`), so they raise in a forked
+`set_device` initialise mydev first (`torch_mydev.runtime.lazy_init`), so they raise in a forked
 child of a process that had used mydev.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
-from torch_mydev.lazy_init import _lazy_init
+from torch_mydev.runtime.lazy_init import _lazy_init
 
 DeviceLike = torch.device | str | int | None
 

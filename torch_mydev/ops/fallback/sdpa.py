@@ -22,7 +22,9 @@ from __future__ import annotations
 import torch
 
 from torch_mydev import _C
-from torch_mydev.ops import fallback  # imported by it: its names are read at call time
+from torch_mydev.ops.fallback import (
+    boxed as fallback,  # imported by it: its names are read at call time
+)
 from torch_mydev_rules.layout import preserve_format_strides
 
 __all__ = ["OVERRIDEABLE", "fused_attention_overrideable", "fused_attention_overrideable_backward"]

@@ -11,7 +11,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.ops import replay
-from torch_mydev.ops.copy import CopyEntry, check_dtypes, copy_into_new, entry_for
+from torch_mydev.ops.copy.aten import CopyEntry, check_dtypes, copy_into_new, entry_for
 from torch_mydev.ops.factories import allocate, cached_like_strides, empty_mydev
 from torch_mydev_rules.iterator.cache import LRUCache
 

@@ -1,9 +1,9 @@
 """Decides the general path of add/sub/mul/div, the comparisons, neg and abs: any call.
 
 ATen's meta checks (``native/BinaryOps.cpp``, ``native/UnaryOps.cpp``), the plan and its
-temporaries (``elementwise_plan``), then one kernel of ``torch_mydev.kernels.elementwise.kernel``
+temporaries (``elementwise.plan``), then one kernel of ``torch_mydev.kernels.elementwise.kernel``
 over the plan's coalesced iteration. Every call can take this path; the entry cache
-(``elementwise_entries``) answers repeated call signatures without it.
+(``elementwise.entries``) answers repeated call signatures without it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes
-from torch_mydev.ops.elementwise_checks import (
+from torch_mydev.ops.elementwise.checks import (
     Arg,
     alpha_check,
     check_range,
@@ -20,7 +20,7 @@ from torch_mydev.ops.elementwise_checks import (
     neg_check,
     sub_check,
 )
-from torch_mydev.ops.elementwise_plan import (
+from torch_mydev.ops.elementwise.plan import (
     device_of,
     finish,
     input_tensors,

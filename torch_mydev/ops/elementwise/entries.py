@@ -3,7 +3,7 @@
 add/sub/mul/div (functional and in-place), the functional comparisons, neg and abs look
 their call signature up here first (``fast_binary``, ``fast_unary``): a hit allocates the
 output and calls the prepared loop, with no planning. A first call runs the general path
-(``elementwise_general``) and then makes the entry, or marks the signature ``GENERAL`` when
+(``elementwise.general``) and then makes the entry, or marks the signature ``GENERAL`` when
 the general path must run every time (a cast temporary, a CPU scalar, ...).
 """
 
@@ -17,10 +17,10 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev.kernels.elementwise import kernel as kernels
-from torch_mydev.ops import elementwise_general as general
 from torch_mydev.ops import replay
-from torch_mydev.ops.elementwise_checks import Arg
-from torch_mydev.ops.elementwise_plan import kernel_op, make_plan, opmath_scalar
+from torch_mydev.ops.elementwise import general
+from torch_mydev.ops.elementwise.checks import Arg
+from torch_mydev.ops.elementwise.plan import kernel_op, make_plan, opmath_scalar
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
@@ -29,7 +29,7 @@ _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
 
 class Entry:
-    """What the general path (``elementwise_general``) decides from layouts and numbers alone,
+    """What the general path (``elementwise.general``) decides from layouts and numbers alone,
     for one call signature of a binary, comparison or unary op.
 
     Kept per (op, rounding mode, the tensors' ``_C._signature`` key, the Python number

@@ -25,7 +25,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
-from torch_mydev.ops import fallback_schema as fs
+from torch_mydev.ops.fallback import schema as fs
 
 __all__ = ["RNG_LOCK", "lend", "with_generator"]
 

@@ -4,17 +4,17 @@ Registered as PrivateUse1's boxed fallback (``Library("_", "IMPL").fallback``), 
 every op that ``registry.KERNELS`` and the stub's view table leave out, as
 ``(op, *args, **kwargs)``. What it decides, in order (details in docs/fallback.md):
 
-1. the overload: the one actually called (``fallback_schema.resolve``: torch hands
+1. the overload: the one actually called (``fallback.schema.resolve``: torch hands
    ``copysign.out`` for a ``copysign.Scalar_out`` call);
 2. views are refused: an op whose schema returns an alias of an input that it does not
    write (``Tensor(a)``), or that changes a tensor's metadata in place (``inplace_view``);
-3. devices, checked as CUDA does before anything runs (``fallback_devices``): mydev tensors
+3. devices, checked as CUDA does before anything runs (``fallback.devices``): mydev tensors
    and 0-dim CPU inputs only;
 4. arguments: every mydev tensor becomes a CPU alias of its bytes (``_C._cpu_alias``; one
    CPU storage per mydev storage), or a CPU copy when ``COPY_ENV`` is set or an ``out=``
-   tensor must grow (``fallback_copy``); ``device=mydev`` becomes ``cpu``;
+   tensor must grow (``fallback.copy``); ``device=mydev`` becomes ``cpu``;
 5. the op runs on CPU through the dispatcher (below autograd, so nothing is recorded
-   twice); a random op draws from its mydev generator (``fallback_random``);
+   twice); a random op draws from its mydev generator (``fallback.random``);
 6. written arguments (``Tensor(a!)``) end with CPU's values, sizes and strides; a return
    that aliases a written argument is the original mydev tensor; any other tensor is
    copied once to mydev with its CPU sizes and strides.
@@ -40,14 +40,14 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
-from torch_mydev.ops import fallback_copy as fc
-from torch_mydev.ops import fallback_devices as fd
-from torch_mydev.ops import fallback_fast as ff
-from torch_mydev.ops import fallback_random as fr
-from torch_mydev.ops import fallback_schema as fs
-from torch_mydev.ops import fallback_sdpa
-from torch_mydev.ops import fallback_structured as fst
-from torch_mydev.ops.fallback_schema import op_name, returns_view
+from torch_mydev.ops.fallback import copy as fc
+from torch_mydev.ops.fallback import devices as fd
+from torch_mydev.ops.fallback import fast as ff
+from torch_mydev.ops.fallback import random as fr
+from torch_mydev.ops.fallback import schema as fs
+from torch_mydev.ops.fallback import sdpa as fallback_sdpa
+from torch_mydev.ops.fallback import structured as fst
+from torch_mydev.ops.fallback.schema import op_name, returns_view
 
 __all__ = [
     "COPY_ENV",
@@ -128,7 +128,7 @@ def _record(name: str) -> None:
 
 
 def _move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A copy of ``t`` on ``device`` with its sizes and strides (``fallback_copy.move``)."""
+    """A copy of ``t`` on ``device`` with its sizes and strides (``fallback.copy.move``)."""
     return fc.move(t, device)
 
 
@@ -198,7 +198,7 @@ def run_on_cpu(
 def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type) -> Any:
     for written, value in zip(op_info.written, values, strict=False):
         if written and value is not _MISSING:
-            fc.materialize(value)  # before any alias is made (fallback_copy.py)
+            fc.materialize(value)  # before any alias is made (ops/fallback/copy.py)
     to_cpu = kind([t for value in values for t in _tensors(value)])
     cpu_values = [to_cpu(value) for value in values]
     special = fr.SPECIAL.get(op_info.name) if op_info.random else None
@@ -338,7 +338,7 @@ EXPLICIT: dict[str, Callable] = {
 
 _libraries: list[torch.library.Library] = []
 CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
-STRUCTURED_OPS: list[torch._ops.OpOverload] = []  # ``fallback_structured``
+STRUCTURED_OPS: list[torch._ops.OpOverload] = []  # ``fallback.structured``
 
 # Structured ops whose meta function resizes the output after building it (Loss.cpp:
 # ``build_borrowing_binary_op`` then ``maybe_get_output().resize_({})`` for a reduction).
@@ -465,8 +465,8 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
 
 def register() -> None:
     """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops``, the
-    structured functional ops (``fallback_structured``) and the attention kernels of
-    ``fallback_sdpa`` for PrivateUse1 (once)."""
+    structured functional ops (``fallback.structured``) and the attention kernels of
+    ``fallback.sdpa`` for PrivateUse1 (once)."""
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")

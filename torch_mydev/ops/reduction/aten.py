@@ -14,7 +14,7 @@ Each op follows its structured ATen kernel (``native/ReduceOps.cpp``):
    (int to float, float to int, a narrower float) make a temporary through ``_to_copy``;
 4. ``build_reduction`` (``TensorIterator::reduce_op``) and one loop of
    ``torch_mydev.kernels.reduction.kernel``. A functional call whose kernel ran straight on the
-   input is remembered by its signature (``reduction_entries``): its repeat allocates the
+   input is remembered by its signature (``reduction.entries``): its repeat allocates the
    result and runs that kernel. An empty reduction fills the result as CPU does:
    ``sum`` zeros (``result.zero_()``), ``mean`` 0/0 = NaN.
 
@@ -35,12 +35,12 @@ import torch
 
 from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES
 from torch_mydev.kernels.reduction import kernel as kernels
-from torch_mydev.ops import reduction_entries as entries
 from torch_mydev.ops.buffers import byte_offset, storage_span, writable
-from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.elementwise_checks import shares_storage
-from torch_mydev.ops.elementwise_plan import resize_output
+from torch_mydev.ops.copy.aten import copy_
+from torch_mydev.ops.elementwise.checks import shares_storage
+from torch_mydev.ops.elementwise.plan import resize_output
 from torch_mydev.ops.factories import allocate
+from torch_mydev.ops.reduction import entries
 from torch_mydev_rules import layout
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.iterator.reduction import (
@@ -175,7 +175,7 @@ def _reduce(
     key: tuple | None = None,
 ) -> torch.Tensor:
     """The whole path of one call; a functional call with an entry ``key`` (from
-    ``reduction_entries.lookup``) whose kernel ran straight on ``self`` is recorded."""
+    ``reduction.entries.lookup``) whose kernel ran straight on ``self`` is recorded."""
     sizes = tuple(self.shape)
     mask = dim_mask(dim, len(sizes))
     shape = reduction_shape(sizes, mask, keepdim)
@@ -183,7 +183,7 @@ def _reduce(
         check_mean_result(result_dtype)
     in_dtype = _in_dtype(op, result_dtype)
     if not _native(op, self, result_dtype, out):
-        from torch_mydev.ops.fallback import run_on_cpu
+        from torch_mydev.ops.fallback.boxed import run_on_cpu
 
         overload, args, kwargs = call
         return run_on_cpu(overload, args, kwargs)
@@ -238,7 +238,7 @@ def _exact_sum(
 ) -> Callable[[int, int, int], None] | None:
     """CPU's serial float ``mean_out`` / ``sum_out`` step by step: a float32 result for a
     float16/bfloat16 mean (``result.to(float)``), the sum, ``div_(count)`` for a mean, then
-    the cast into the result. Returns what a repeat may run (``reduction_entries``) when
+    the cast into the result. Returns what a repeat may run (``reduction.entries``) when
     the replica ran straight from ``self`` into ``result``, else None."""
     total = result if result.dtype == in_dtype else result.to(in_dtype)
     divisor = count if op == "mean" else 0

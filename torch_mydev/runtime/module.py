@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
-from torch_mydev import _C, streams
-from torch_mydev.devices import (
+from torch_mydev import _C
+from torch_mydev.runtime import streams
+from torch_mydev.runtime.devices import (
     DeviceLike,
     _exchange_device,
     _maybe_exchange_device,
@@ -19,7 +20,7 @@ from torch_mydev.devices import (
     is_available,
     set_device,
 )
-from torch_mydev.lazy_init import _lazy_init
+from torch_mydev.runtime.lazy_init import _lazy_init
 
 _DeviceLike = DeviceLike
 _index = index_of

@@ -1,6 +1,6 @@
 """Decides an elementwise call's plan and tensors: the iterator plan, outputs, cast temporaries.
 
-Steps 2 to 4 of every elementwise op (``torch_mydev.ops.elementwise``): a TensorIterator
+Steps 2 to 4 of every elementwise op (``torch_mydev.ops.elementwise.aten``): a TensorIterator
 plan (``torch_mydev_rules.iterator``, through its plan cache), the tensor the caller gets and
 the one the kernel writes (a new tensor with the plan's strides, an ``out=`` tensor resized
 as structured kernels resize it, or ``self``), CPU's cast temporaries, and each operand as
@@ -17,8 +17,8 @@ import torch
 
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops.buffers import byte_offset, storage_bytes, writable
-from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.elementwise_checks import Arg, check_devices, check_partial_overlap
+from torch_mydev.ops.copy.aten import copy_
+from torch_mydev.ops.elementwise.checks import Arg, check_devices, check_partial_overlap
 from torch_mydev.ops.factories import allocate
 from torch_mydev_rules.iterator.cache import cached_build
 from torch_mydev_rules.iterator.numbers import number_dtype

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from torch_mydev.ops import elementwise as ew
-from torch_mydev.ops import elementwise_relu as relu
+from torch_mydev.ops.elementwise import aten as ew
+from torch_mydev.ops.elementwise import relu
 from torch_mydev_rules.iterator.families import FAMILIES, Family
 
 __all__ = ["NATIVE_OPS", "NativeOp", "overload_kernels"]

@@ -24,10 +24,10 @@ import math
 import torch
 
 from torch_mydev import _C
-from torch_mydev.ops import fallback
-from torch_mydev.ops import fallback_copy as fc
-from torch_mydev.ops import fallback_devices as fd
-from torch_mydev.ops.elementwise_plan import resize_output
+from torch_mydev.ops.elementwise.plan import resize_output
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import copy as fc
+from torch_mydev.ops.fallback import devices as fd
 
 __all__ = ["INTEGRAL", "KERNELS", "cuda_histc", "histc", "histc_out"]
 

@@ -1,9 +1,9 @@
 """Native elementwise ops on mydev: the registered functions, and ``where`` / ``fill_``.
 
 This module is the entry of each op (``families.NATIVE_OPS`` registers its functions); the
-steps below live in ``elementwise_checks`` (1), ``elementwise_plan`` (2-4, the config from
-``torch_mydev_rules.iterator.families``), ``elementwise_general`` (the whole general path)
-and ``elementwise_entries`` (the per-signature cache that skips 1-4 on repeated calls).
+steps below live in ``elementwise.checks`` (1), ``elementwise.plan`` (2-4, the config from
+``torch_mydev_rules.iterator.families``), ``elementwise.general`` (the whole general path)
+and ``elementwise.entries`` (the per-signature cache that skips 1-4 on repeated calls).
 
 Every op follows the structure of its ATen implementation (``native/BinaryOps.cpp``,
 ``native/UnaryOps.cpp``, ``native/TensorCompare.cpp``, ``native/Fill.cpp``):
@@ -34,17 +34,17 @@ import warnings
 import torch
 
 from torch_mydev.kernels.elementwise import kernel as kernels
-from torch_mydev.ops import elementwise_general as general
 from torch_mydev.ops.buffers import writable
-from torch_mydev.ops.copy import copy_
-from torch_mydev.ops.elementwise_checks import (
+from torch_mydev.ops.copy.aten import copy_
+from torch_mydev.ops.elementwise import general
+from torch_mydev.ops.elementwise.checks import (
     Arg,
     check_supported,
     checked_scalar,
     shares_storage,
 )
-from torch_mydev.ops.elementwise_entries import fast_binary, fast_unary
-from torch_mydev.ops.elementwise_plan import (
+from torch_mydev.ops.elementwise.entries import fast_binary, fast_unary
+from torch_mydev.ops.elementwise.plan import (
     finish,
     first_device,
     input_tensors,

@@ -31,7 +31,7 @@ import torch
 from torch._C import DispatchKey
 
 from torch_mydev._names import DEVICE
-from torch_mydev.ops import fallback_schema as fs
+from torch_mydev.ops.fallback import schema as fs
 from torch_mydev_rules.layout import is_non_overlapping_and_dense
 
 __all__ = ["all_dense", "kernel_for", "structured_functional_ops"]
@@ -91,7 +91,7 @@ def kernel_for(op: torch._ops.OpOverload, run_on_cpu: Callable) -> Callable:
     number (``x % 4`` reaches ``remainder.Tensor`` with the 4 wrapped by
     ``remainder.Scalar``) comes to Python as a number, which the composite cannot take
     back; ``run_on_cpu`` runs the overload it fits (``remainder.Scalar``, as
-    ``fallback_schema.resolve`` picks), the one the caller called.
+    ``fallback.schema.resolve`` picks), the one the caller called.
     """
     call_composite = op._op_dk
 

@@ -1,13 +1,15 @@
-"""Install the runtime functions of H3's modules on ``torch.mydev`` (serialization's device
-context managers, lazy initialisation and fork poisoning, device properties, autocast,
-DLPack, profiler)."""
+"""Install the runtime functions of the other runtime modules on ``torch.mydev``: device
+context managers and properties (``device_info``), lazy initialisation and fork poisoning
+(``lazy_init``), autocast's supported dtypes (``autocast``), then torch's own hooks for
+serialization, DLPack and the profiler (``_patches.apply_runtime``)."""
 
 from __future__ import annotations
 
 import torch
 
-from torch_mydev import _patches, autocast, device_info, lazy_init
+from torch_mydev import _patches
 from torch_mydev._names import DEVICE
+from torch_mydev.runtime import autocast, device_info, lazy_init
 
 _FUNCTIONS = (
     device_info.device,

@@ -17,7 +17,7 @@
   float16/bfloat16, which compare in float32) with ``Scalar::to``'s overflow check.
 
 All three run the binary loop of ``kernels.elementwise`` (``THRESHOLDS``). ``relu``,
-``relu_`` and ``threshold_backward`` keep an ``elementwise_entries.Entry`` per call signature,
+``relu_`` and ``threshold_backward`` keep an ``elementwise.entries.Entry`` per call signature,
 as add does: a repeated call allocates its output and runs the prepared loop.
 """
 
@@ -28,10 +28,10 @@ import torch
 from torch_mydev import _C
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import replay
-from torch_mydev.ops.elementwise import fill_
-from torch_mydev.ops.elementwise_checks import check_range, check_supported, cpu_bool_error
-from torch_mydev.ops.elementwise_entries import GENERAL, Entry, _entries
-from torch_mydev.ops.elementwise_plan import (
+from torch_mydev.ops.elementwise.aten import fill_
+from torch_mydev.ops.elementwise.checks import check_range, check_supported, cpu_bool_error
+from torch_mydev.ops.elementwise.entries import GENERAL, Entry, _entries
+from torch_mydev.ops.elementwise.plan import (
     device_of,
     finish,
     input_tensors,
@@ -233,7 +233,7 @@ def _resolved(x: torch.Tensor) -> torch.Tensor:
     return x.resolve_neg() if x.is_neg() else x
 
 
-# ---- per-signature entries (as ``elementwise_entries.fast_binary``) ---------------------------
+# ---- per-signature entries (as ``elementwise.entries.fast_binary``) ---------------------------
 
 
 def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:

@@ -21,10 +21,10 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
-from torch_mydev.ops import fallback_copy as fc
-from torch_mydev.ops import fallback_devices as fd
-from torch_mydev.ops import fallback_schema as fs
-from torch_mydev.ops.fallback_rnn import KERNELS as CPU_KERNELS
+from torch_mydev.ops.fallback import copy as fc
+from torch_mydev.ops.fallback import devices as fd
+from torch_mydev.ops.fallback import schema as fs
+from torch_mydev.ops.fallback.rnn import KERNELS as CPU_KERNELS
 
 __all__ = ["run_fast"]
 

@@ -3,7 +3,7 @@
 Named and behaving as ``torch.cuda``'s (``torch.cuda.device``, ``device_of``,
 ``get_device_properties``, ``get_device_name``, ``get_device_capability``). mydev devices are
 host memory driven by the host's cores, so the properties describe the host (docs/runtime.md,
-"Device properties"). Initialisation is `torch_mydev.lazy_init`'s.
+"Device properties"). Initialisation is `torch_mydev.runtime.lazy_init`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from torch_mydev import _C
-from torch_mydev.devices import DeviceLike, index_of
+from torch_mydev.runtime.devices import DeviceLike, index_of
 
 # What ``get_device_capability`` reports: mydev's own (major, minor) version of what its
 # kernels support, not a GPU architecture. See docs/runtime.md.

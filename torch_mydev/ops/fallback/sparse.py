@@ -12,13 +12,13 @@ A mydev sparse tensor carries the dispatch key ``SparsePrivateUse1`` (torch prin
    mydev tensors themselves, so ``values()`` shares memory with the sparse tensor as on CPU.
 2. every other op (``_coalesce``, ``_to_dense``, ``add``, ``mul``, ``addmm``, ``sum``, ...)
    runs CPU's kernel on CPU sparse tensors over aliases of the mydev indices and values
-   (``sparse_convert.SparseArgs``): the boxed fallback for ``SparsePrivateUse1``, and an
+   (``fallback.sparse_convert.SparseArgs``): the boxed fallback for ``SparsePrivateUse1``, and an
    explicit registration for the ops whose composite kernel would otherwise win over a
    fallback (``composite_ops``). Counted in ``fallback_stats()`` like the dense fallback.
 3. ``_to_sparse`` (``Tensor.to_sparse()``) of a dense or sparse mydev tensor runs the same
    way (PrivateUse1 and SparsePrivateUse1), a compressed ``layout`` refused first.
 
-Sparse CSR/CSC/BSR/BSC are refused with ``sparse_convert.unsupported_layout``: their
+Sparse CSR/CSC/BSR/BSC are refused with ``fallback.sparse_convert.unsupported_layout``: their
 constructors and conversions (``COMPRESSED``, for dense, sparse and compressed mydev keys)
 and the boxed fallback for ``SparseCsrPrivateUse1``.
 """
@@ -30,11 +30,11 @@ from typing import Any
 
 import torch
 
-from torch_mydev.ops import fallback
-from torch_mydev.ops import fallback_devices as fd
-from torch_mydev.ops import fallback_fast as ff
-from torch_mydev.ops import fallback_schema as fs
-from torch_mydev.ops.sparse_convert import (
+from torch_mydev.ops.fallback import boxed as fallback
+from torch_mydev.ops.fallback import devices as fd
+from torch_mydev.ops.fallback import fast as ff
+from torch_mydev.ops.fallback import schema as fs
+from torch_mydev.ops.fallback.sparse_convert import (
     SparseArgs,
     materialize,
     redispatch_cpu,
@@ -129,7 +129,7 @@ def _overload(name: str) -> torch._ops.OpOverload:
 def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run ``op`` with CPU's kernel on CPU (sparse) tensors over the mydev arguments' memory.
 
-    Devices are checked as CUDA checks them (``fallback_devices``); written arguments are
+    Devices are checked as CUDA checks them (``fallback.devices``); written arguments are
     materialised first (a copy-on-write one gets its own bytes, as on CPU) and end
     with what CPU left in their aliases; results come back as mydev tensors
     (``SparseArgs.to_mydev``). An ``out=`` tensor CPU must grow (an alias cannot) makes the

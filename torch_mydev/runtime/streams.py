@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from torch_mydev import _C
-from torch_mydev.devices import DeviceLike, index_of
+from torch_mydev.runtime.devices import DeviceLike, index_of
 
 _DeviceLike = DeviceLike
 _index = index_of

@@ -4,7 +4,7 @@ A mydev sparse COO tensor is a ``SparseTensorImpl`` whose indices and values are
 tensors. mydev memory is host memory, so a CPU sparse tensor built over CPU aliases of those
 two tensors (``_C._cpu_alias``) reads and writes what the mydev one holds: CPU's sparse
 kernels run on it with no copy, as the dense fallback runs CPU's dense kernels
-(``fallback_copy.Aliases``). Back from CPU:
+(``fallback.copy.Aliases``). Back from CPU:
 
 - a strided result over memory of a mydev argument (``values()`` of a permuted sparse
   tensor) is a mydev tensor over that same memory, with CPU's sizes, strides and offset;
@@ -27,7 +27,7 @@ import torch
 
 from torch_mydev import _C
 from torch_mydev._names import DEVICE
-from torch_mydev.ops import fallback_copy as fc
+from torch_mydev.ops.fallback import copy as fc
 
 __all__ = ["SparseArgs", "materialize", "redispatch_cpu", "unsupported_layout"]
 
@@ -109,7 +109,7 @@ def materialize(value: Any) -> None:
 class SparseArgs:
     """The CPU side of one sparse call: aliases (or, with ``copies``, copies) of its tensors.
 
-    Dense mydev tensors go through ``fallback_copy.Aliases`` / ``Copies`` (one CPU storage
+    Dense mydev tensors go through ``fallback.copy.Aliases`` / ``Copies`` (one CPU storage
     per mydev storage, so overlap checks see what CPU sees); a mydev sparse tensor becomes a
     CPU sparse tensor over its indices and values converted the same way.
     """
