@@ -12,6 +12,7 @@ with either setting off nothing is written.
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -158,6 +159,11 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
         block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
         address = block.data_ptr()
         held = torch.mydev.memory_stats()
+        holders = (
+            [type(r).__name__ for r in gc.get_referrers(block)]
+            if sys.getrefcount(block) > 2
+            else []
+        )
         del block
         freed = torch.mydev.memory_stats()
         t = make()
@@ -165,7 +171,7 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
         if enabled:
             gc.enable()
     keys = ("allocated_bytes.all.current", "reserved_bytes.all.current")
-    facts = {k: (held[k], freed[k]) for k in keys}
+    facts = {k: (held[k], freed[k]) for k in keys} | {"holders": holders}
     assert t.data_ptr() == address, f"the allocator should hand the freed block back: {facts}"
     return t
 

@@ -27,7 +27,7 @@ from numba.extending import overload
 
 from torch_mydev.kernels.copy._strided import _pointer
 from torch_mydev.kernels.dtypes import HALF
-from torch_mydev.kernels.elementwise._loops import (
+from torch_mydev.kernels.elementwise._rules import (
     bfloat16_to_float,
     float_to_bfloat16,
     float_to_half,
