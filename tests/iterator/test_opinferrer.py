@@ -21,7 +21,7 @@ from torch_mydev_rules.iterator.reference.opinferrer import (
     dipu_output_strides,
     fast_compute_memory_format,
 )
-from torch_mydev_rules.iterator.strides import allocate_or_resize_outputs, permute
+from torch_mydev_rules.iterator.steps.strides import allocate_or_resize_outputs, permute
 
 from .strategies import broadcast_shapes, layout_for, make_tensor, shapes
 

@@ -24,11 +24,11 @@ from torch_mydev_rules.iterator import (
     explain,
     unary_op_config,
 )
-from torch_mydev_rules.iterator.coalesce import coalesce_dimensions, get_dim_to_split
-from torch_mydev_rules.iterator.fast_setup import FastSetupType, compute_fast_setup_type
 from torch_mydev_rules.iterator.reference import DimCounter, serial_for_each
-from torch_mydev_rules.iterator.shape import compute_shape, infer_size
-from torch_mydev_rules.iterator.strides import compatible_stride, reorder_dimensions
+from torch_mydev_rules.iterator.steps.coalesce import coalesce_dimensions, get_dim_to_split
+from torch_mydev_rules.iterator.steps.fast_setup import FastSetupType, compute_fast_setup_type
+from torch_mydev_rules.iterator.steps.shape import compute_shape, infer_size
+from torch_mydev_rules.iterator.steps.strides import compatible_stride, reorder_dimensions
 
 from .strategies import shapes
 from .walker import plan_offsets

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
-from .operands import IteratorConfig, OperandSpec
-from .plan import Plan, build
+from torch_mydev_rules.iterator.operands import IteratorConfig, OperandSpec
+from torch_mydev_rules.iterator.plan import Plan, build
 
 __all__ = ["PLAN_CACHE_SIZE", "LRUCache", "cached_build", "plan_cache"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .promotion import dtype_name, to_real
+from torch_mydev_rules.iterator.promotion import dtype_name, to_real
 
 __all__ = ["CAST_DTYPES", "FLOAT8_DTYPES", "MOVE_ONLY_DTYPES", "conversion", "route"]
 

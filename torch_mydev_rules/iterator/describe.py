@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import torch
 
-from .compute_types import TypeInfo
-from .fast_setup import FastSetup, FastSetupType
-from .operands import OperandSpec
-from .shape import ShapeInfo
-from .strides import Allocation
+from torch_mydev_rules.iterator.operands import OperandSpec
+from torch_mydev_rules.iterator.steps.compute_types import TypeInfo
+from torch_mydev_rules.iterator.steps.fast_setup import FastSetup, FastSetupType
+from torch_mydev_rules.iterator.steps.shape import ShapeInfo
+from torch_mydev_rules.iterator.steps.strides import Allocation
 
 __all__ = [
     "allocation",

@@ -17,15 +17,14 @@ from typing import Any
 import torch
 
 from torch_mydev_rules import layout
-
-from . import describe
-from .casts import conversion
-from .families import FAMILIES, iterator_config
-from .numbers import number_dtype
-from .operands import OperandSpec, copy_config
-from .plan import Plan, build
-from .promotion import can_cast, dtype_name, to_real
-from .reference.opinferrer import dipu_output_strides
+from torch_mydev_rules.iterator import describe
+from torch_mydev_rules.iterator.casts import conversion
+from torch_mydev_rules.iterator.families import FAMILIES, iterator_config
+from torch_mydev_rules.iterator.numbers import number_dtype
+from torch_mydev_rules.iterator.operands import OperandSpec, copy_config
+from torch_mydev_rules.iterator.plan import Plan, build
+from torch_mydev_rules.iterator.promotion import can_cast, dtype_name, to_real
+from torch_mydev_rules.iterator.reference.opinferrer import dipu_output_strides
 
 __all__ = ["Report", "explain"]
 

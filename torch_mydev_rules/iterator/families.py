@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from .operands import (
+from torch_mydev_rules.iterator.operands import (
     IteratorConfig,
     binary_float_op_config,
     binary_op_config,

@@ -18,13 +18,21 @@ from functools import cached_property, partial
 
 import torch
 
-from . import describe
-from .coalesce import coalesce_dimensions
-from .compute_types import compute_types
-from .fast_setup import FastSetupType, compute_fast_setup_type, fast_set_up
-from .operands import IteratorConfig, OperandSpec
-from .shape import check_mem_overlaps, compute_shape, mark_resize_outputs
-from .strides import (
+from torch_mydev_rules.iterator import describe
+from torch_mydev_rules.iterator.operands import IteratorConfig, OperandSpec
+from torch_mydev_rules.iterator.steps.coalesce import coalesce_dimensions
+from torch_mydev_rules.iterator.steps.compute_types import compute_types
+from torch_mydev_rules.iterator.steps.fast_setup import (
+    FastSetupType,
+    compute_fast_setup_type,
+    fast_set_up,
+)
+from torch_mydev_rules.iterator.steps.shape import (
+    check_mem_overlaps,
+    compute_shape,
+    mark_resize_outputs,
+)
+from torch_mydev_rules.iterator.steps.strides import (
     allocate_or_resize_outputs,
     broadcast_stride_bytes,
     compute_strides,

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 import torch
 
 from torch_mydev_rules import layout
-
-from .coalesce import coalesce_dimensions
-from .promotion import dtype_name
-from .strides import broadcast_stride_bytes, permute
+from torch_mydev_rules.iterator.promotion import dtype_name
+from torch_mydev_rules.iterator.steps.coalesce import coalesce_dimensions
+from torch_mydev_rules.iterator.steps.strides import broadcast_stride_bytes, permute
 
 __all__ = [
     "ReductionPlan",

@@ -6,6 +6,6 @@
   kept beside torch's rules so ``explain()`` and the tests can show where they differ.
 """
 
-from .dim_counter import Block, DimCounter, serial_for_each
+from torch_mydev_rules.iterator.reference.dim_counter import Block, DimCounter, serial_for_each
 
 __all__ = ["Block", "DimCounter", "serial_for_each"]

@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torch_mydev_rules import layout
-
-from ..shape import infer_size
-from ..strides import reorder_dimensions
+from torch_mydev_rules.iterator.steps.shape import infer_size
+from torch_mydev_rules.iterator.steps.strides import reorder_dimensions
 
 __all__ = [
     "compute_effective_strides",

@@ -15,9 +15,14 @@ from dataclasses import dataclass, replace
 import torch
 
 from torch_mydev_rules import layout
-
-from .operands import IteratorConfig, OperandSpec
-from .promotion import OperandDtype, can_cast, dtype_name, is_integral, result_type
+from torch_mydev_rules.iterator.operands import IteratorConfig, OperandSpec
+from torch_mydev_rules.iterator.promotion import (
+    OperandDtype,
+    can_cast,
+    dtype_name,
+    is_integral,
+    result_type,
+)
 
 __all__ = ["TypeInfo", "compute_common_dtype", "compute_types"]
 

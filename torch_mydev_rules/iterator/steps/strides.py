@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torch_mydev_rules import layout
-
-from .operands import OperandSpec
+from torch_mydev_rules.iterator.operands import OperandSpec
 
 __all__ = [
     "Allocation",

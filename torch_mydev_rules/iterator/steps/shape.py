@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torch_mydev_rules import layout
-
-from .operands import IteratorConfig, OperandSpec
+from torch_mydev_rules.iterator.operands import IteratorConfig, OperandSpec
 
 __all__ = [
     "ShapeInfo",

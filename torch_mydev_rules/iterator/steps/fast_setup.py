@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torch_mydev_rules import layout
-
-from .operands import IteratorConfig, OperandSpec
+from torch_mydev_rules.iterator.operands import IteratorConfig, OperandSpec
 
 __all__ = ["FastSetup", "FastSetupType", "compute_fast_setup_type", "fast_set_up"]
 
