@@ -6,7 +6,7 @@ import sys
 
 # The suite tests mydev's own loops: a call whose loop is not compiled yet compiles it in
 # the caller (kernels/jit/compiler.py). Set before torch's import loads the device; tests of the
-# background mode (tests/kernels/test_compiler.py) run their own processes.
+# background mode (tests/kernels/jit/test_compiler.py) run their own processes.
 os.environ.setdefault("TORCH_MYDEV_COMPILE", "sync")
 
 import pytest

@@ -29,7 +29,7 @@ from torch_mydev._names import DEVICE
 KEY = "AutocastPrivateUse1"
 
 # The lists of TORCH_LIBRARY_IMPL(aten, AutocastCPU, m), as "name.overload" ("" = default).
-# tests/device/test_autocast.py checks they are exactly the ops torch gives an AutocastCPU
+# tests/runtime/test_autocast.py checks they are exactly the ops torch gives an AutocastCPU
 # kernel, so a torch upgrade that changes CPU's lists fails loudly.
 LOWER_PRECISION_FP = [
     "conv1d",

@@ -20,13 +20,13 @@ from torch_mydev.kernels.dtypes import (  # what a uint8 / uint16 lane holds
     PLAIN,
 )
 from torch_mydev.kernels.elementwise._rules import (
-    _JIT,
     ADD,
     CLAMP_MIN,
     DIV,
     DIV_FLOOR,
     DIV_TRUNC,
     EQ,
+    JIT,
     MUL,
     NE,
     NEG,
@@ -57,7 +57,7 @@ def _ix(offset, i, stride):
     return uint64(offset) + uint64(i) * uint64(stride)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _row_count(shape):
     rows = 1
     for d in range(1, shape.shape[0]):
@@ -65,7 +65,7 @@ def _row_count(shape):
     return rows
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _next_row(counter, offsets, strides, shape):
     """Advance the multi-index over dims 1.. by one row and move every operand's offset."""
     for d in range(1, shape.shape[0]):
@@ -79,7 +79,7 @@ def _next_row(counter, offsets, strides, shape):
             offsets[k] -= strides[k, d] * (shape[d] - 1)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _binary_row(op, out, o, so, a, ia, sa, b, ib, sb, n, alpha, fmt, out_fmt, mid, check_zero):
     if op == ADD and mid == PLAIN:
         # the same sum as add_rule's, with the rounding branch out of the loop: a loop body
@@ -134,7 +134,7 @@ def _binary_row(op, out, o, so, a, ia, sa, b, ib, sb, n, alpha, fmt, out_fmt, mi
     return 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def binary_kernel(op, out, a, b, base, strides, shape, alpha, fmt, out_fmt, mid, check_zero):
     """``out = op(a, b)`` over a plan (add/mul/div and its rounding modes).
 
@@ -171,7 +171,7 @@ def binary_kernel(op, out, a, b, base, strides, shape, alpha, fmt, out_fmt, mid,
     return 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _compare_row(op, out, o, so, a, ia, sa, b, ib, sb, n, fmt):
     if op == EQ:
         for i in range(n):
@@ -190,7 +190,7 @@ def _compare_row(op, out, o, so, a, ia, sa, b, ib, sb, n, fmt):
             out[_ix(o, i, so)] = 1 if ordered(x, y, op) else 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def compare_kernel(op, out, a, b, base, strides, shape, fmt):
     """``out = op(a, b)`` for the six comparisons; ``out`` is a bool (uint8) lane array."""
     offsets = base.copy()
@@ -215,7 +215,7 @@ def compare_kernel(op, out, a, b, base, strides, shape, fmt):
     return 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _unary_row(op, out, o, so, a, ia, sa, n, fmt):
     if op == NEG:
         for i in range(n):
@@ -225,7 +225,7 @@ def _unary_row(op, out, o, so, a, ia, sa, n, fmt):
             store(out, _ix(o, i, so), abs_rule(load(a, _ix(ia, i, sa), fmt)), fmt)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def unary_kernel(op, out, a, base, strides, shape, fmt):
     """``out = op(a)`` (neg, abs) with input and output of one lane type and format."""
     offsets = base.copy()
@@ -237,7 +237,7 @@ def unary_kernel(op, out, a, base, strides, shape, fmt):
     return 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def where_kernel(out, cond, a, b, base, strides, shape):
     """``out = a if cond else b``, moving lanes unchanged (``where_kernel``)."""
     offsets = base.copy()
@@ -255,7 +255,7 @@ def where_kernel(out, cond, a, b, base, strides, shape):
     return 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def fill_kernel(out, value, base, strides, shape):
     """Write ``value[0]`` (a lane already in the output's type) into every element."""
     offsets = base.copy()
@@ -279,7 +279,7 @@ def fill_kernel(out, value, base, strides, shape):
 # the kernel's codes. With the operand offsets all 0, ``strides`` and ``shape`` are as above.
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def binary_at(
     out_address,
     a_address,
@@ -322,7 +322,7 @@ def binary_at(
     return binary_kernel(op, out, a, b, base, strides, shape, alpha, fmt, out_fmt, mid, check_zero)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def compare_at(out_address, a_address, b_address, out_lane, a_lane, meta, strides, shape):
     """``compare_kernel`` at three addresses (``a`` and ``b`` share ``a_lane``); ``meta`` =
     extents of out, a, b, then ``op``, ``fmt``."""
@@ -349,7 +349,7 @@ def compare_at(out_address, a_address, b_address, out_lane, a_lane, meta, stride
     return compare_kernel(meta[3], out, a, b, base, strides, shape, meta[4])
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def unary_at(out_address, a_address, lane, meta, strides, shape):
     """``unary_kernel`` at two addresses of one lane type; ``meta`` = extents of out, a, then
     ``op``, ``fmt``."""

@@ -50,7 +50,7 @@ GE = 5
 NEG = 0
 ABS = 1
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 # ---- float16 / bfloat16 bit patterns ---------------------------------------------------------
@@ -61,7 +61,7 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 # 0.6 us -> 4.6 us for 1K elements), though that loop never converts.
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def half_to_float(bits):
     """float16 bits to float32, exact; a NaN keeps its payload and gets the quiet bit."""
     h = np.int64(bits)
@@ -79,7 +79,7 @@ def half_to_float(bits):
     return np.uint32(sign | ((exponent + 112) << 23) | (mantissa << 13)).view(np.float32)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def float_to_half(x):
     """float32 to float16 bits: round to nearest even, subnormals, overflow to inf (c10::Half).
 
@@ -116,13 +116,13 @@ def float_to_half(x):
     return np.uint16(sign | h)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def bfloat16_to_float(bits):
     """bfloat16 bits to float32: the 16-bit shift (exact, NaNs unchanged)."""
     return np.uint32(np.int64(bits) << 16).view(np.float32)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def float_to_bfloat16(x):
     """float32 to bfloat16 bits, round to nearest even; every NaN is 0x7FC0 (c10::BFloat16)."""
     if x != x:

@@ -59,7 +59,7 @@ def key_cache(function: Any) -> None:
 
     A function without a cache (``cache=False``, caching unavailable) is left alone. The
     attributes are numba 0.68's (``_cache``, ``FunctionCache._cache_file``,
-    ``IndexDataCacheFile._source_stamp``); tests/kernels/test_cache_key.py fails loudly if
+    ``IndexDataCacheFile._source_stamp``); tests/kernels/jit/test_cache_key.py fails loudly if
     numba moves them.
     """
     cache = function._cache

@@ -25,7 +25,7 @@ def widen_literals(dispatcher: Dispatcher) -> None:
 
     Replaces the dispatcher's own ``get_call_template`` (numba 0.68's hook through which
     ``types.Dispatcher.get_call_type`` compiles a callee for its argument types);
-    tests/kernels/test_literals.py fails loudly if numba stops calling it.
+    tests/kernels/jit/test_literals.py fails loudly if numba stops calling it.
     """
     typed = type(dispatcher).get_call_template
 

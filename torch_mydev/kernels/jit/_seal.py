@@ -2,7 +2,7 @@
 
 Each module-level dispatcher of the module gets its on-disk cache keyed by all of the kernels'
 sources (``_cache_key.key_cache``) and its calls from other loops typed with literals widened
-(``_literals.widen_literals``). tests/kernels/test_cache_key.py checks that none is missed.
+(``_literals.widen_literals``). tests/kernels/jit/test_cache_key.py checks that none is missed.
 """
 
 from __future__ import annotations

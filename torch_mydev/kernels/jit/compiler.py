@@ -169,7 +169,7 @@ def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args
 
 def _on_disk(cfunc: Any) -> bool:
     """Whether numba's cache index holds ``cfunc``'s entry (numba 0.68's ``Cache`` layout;
-    tests/kernels/test_compiler.py fails loudly if it changes)."""
+    tests/kernels/jit/test_compiler.py fails loudly if it changes)."""
     cache = cfunc._cache
     key = cache._index_key(cfunc._sig, cfunc._targetdescr.target_context.codegen())
     return key in cache._cache_file._load_index()

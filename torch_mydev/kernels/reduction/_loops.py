@@ -449,7 +449,7 @@ def split_store_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, ob
 @njit(**_JIT)
 def _store(out, i, acc, fmt, op, div):
     # ``put`` through a call: inlined into split_store_at (numba 0.68), its store to the
-    # array made from an address was lost (tests/kernels/test_reduction_parallel.py).
+    # array made from an address was lost (tests/kernels/reduction/test_reduction_parallel.py).
     put(out, i, acc, fmt, op, div)
 
 

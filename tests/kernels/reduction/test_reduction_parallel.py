@@ -2,7 +2,7 @@
 
 Truth: the same reduction with one part (``threads.count() == 1``: the runs in order on the
 caller), itself checked here against torch CPU in float64 (exact for max/min and integers,
-within 1% of the sum of magnitudes for float sums; ``tests/ops/test_reduction.py`` holds
+within 1% of the sum of magnitudes for float sums; ``tests/ops/reduction/test_reduction.py`` holds
 the bounds that matter). With 2, 3 and
 5 parts each walk (``inner``: one span per output; ``outer``: chunks along the input's
 fastest dim; ``split``: one output's span in chunks combined in order) must write the same

@@ -1,6 +1,7 @@
 """The elementwise per-call path: a call signature seen before runs its cached entry.
 
-``tests/ops/test_elementwise.py`` checks values against CPU on a first and a second call;
+``tests/ops/elementwise/test_elementwise.py`` checks values against CPU on a first and a
+second call;
 here: that the second call really skips the general path, and that what an entry cannot
 know per call (storages shared in place, a storage shrunk under a view) sends the call back
 to the general path.

@@ -278,7 +278,7 @@ def test_compiled_code_is_cached() -> None:
             textwrap.dedent(code),
             env={AUTOLOAD: "0"},
             timeout=300,
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=Path(__file__).resolve().parents[3],
         )
         return [int(v) for v in result.stdout.split()]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import types
 from collections.abc import Callable
 
 import pytest
@@ -144,6 +145,19 @@ def test_resize_fills_only_the_new_bytes(deterministic, dtype):
 CACHED = _C.HUGE_PAGE_MIN_BYTES
 
 
+def _holders(block: torch.Tensor) -> list[str]:
+    """What refers to ``block`` besides the caller's frame, and what holds each tuple of them
+    (for the message of a failed reuse)."""
+    found = []
+    for ref in gc.get_referrers(block):
+        if isinstance(ref, tuple):
+            outer = [type(o).__name__ for o in gc.get_referrers(ref)]
+            found.append(f"tuple of {[type(x).__name__ for x in ref]} held by {outer}")
+        elif not isinstance(ref, types.FrameType):
+            found.append(type(ref).__name__)
+    return found
+
+
 def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
     """A tensor from ``make`` over the block a freed tensor of 7s just gave back.
 
@@ -159,11 +173,7 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
         block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
         address = block.data_ptr()
         held = torch.mydev.memory_stats()
-        holders = (
-            [type(r).__name__ for r in gc.get_referrers(block)]
-            if sys.getrefcount(block) > 2
-            else []
-        )
+        holders = _holders(block) if sys.getrefcount(block) > 2 else []
         del block
         freed = torch.mydev.memory_stats()
         t = make()

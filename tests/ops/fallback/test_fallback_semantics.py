@@ -302,7 +302,7 @@ SDPA_FORMS = {
 def test_sdpa_takes_cpus_backend(dtype, kwargs):
     """CPU picks its flash kernel (``_fused_sdp_choice == 1``); mydev picks OVERRIDEABLE (4),
     whose kernel is that one, so outputs and gradients are CPU's bits (the math path differed
-    by ulps). More in tests/device/test_sdpa_overrideable.py."""
+    by ulps). More in tests/stub/test_sdpa_overrideable.py."""
     gen = torch.Generator().manual_seed(3)
     shapes = [(4, 4, 3, 8), (4, 4, 6, 8), (4, 4, 6, 8)]
     cpu = [torch.randn(s, generator=gen).to(dtype).requires_grad_() for s in shapes]

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.layout.strategies import views
-from tests.ops.test_elementwise import assert_matches, pair, partner, run_both
+from tests.ops.elementwise.test_elementwise import assert_matches, pair, partner, run_both
 from tests.support.dtypes import FEW
 from torch_mydev.kernels.copy import loops as copy_loops
 from torch_mydev.kernels.elementwise import kernel as kernels

@@ -228,7 +228,7 @@ def test_bad_plans_are_refused() -> None:
 
 def _run_python(code: str) -> str:
     """``code`` (dedented) without the device: torch's autoload off, run from the root."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     return run_python(textwrap.dedent(code), env={AUTOLOAD: "0"}, timeout=300, cwd=root).stdout
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import views
-from tests.ops.test_elementwise import (
+from tests.ops.elementwise.test_elementwise import (
     assert_matches,
     out_tensor,
     pair,
