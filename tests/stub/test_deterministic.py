@@ -163,23 +163,22 @@ def _reused(make: Callable[[], torch.Tensor], numel: int) -> torch.Tensor:
 
     The allocator's cache is emptied first: a cache that earlier tests of the process had
     filled to its limit keeps no more blocks, and another kept block of the size could be
-    handed out instead. The cyclic collector is run first and paused meanwhile: an earlier
-    test's tensor it freed in between would put its block of that size first in the cache."""
+    handed out instead. The cyclic collector runs first, so that no earlier test's tensor it
+    frees later puts a block of that size first in the cache."""
     gc.collect()
     torch.mydev.empty_cache()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
-        address = block.data_ptr()
-        held = torch.mydev.memory_stats()
-        holders = _holders(block) if sys.getrefcount(block) > 2 else []
-        del block
-        freed = torch.mydev.memory_stats()
-        t = make()
-    finally:
-        if enabled:
-            gc.enable()
+    block = torch.empty(numel, dtype=torch.uint8, device="mydev").fill_(7)
+    address = block.data_ptr()
+    held = torch.mydev.memory_stats()
+    holders = _holders(block) if sys.getrefcount(block) > 2 else []
+    del block
+    # A call that caught an exception inside (a loop still compiling, served on CPU) can
+    # leave its frame in a reference cycle with the traceback, and the frame holds its
+    # arguments: the block then lives until the collector runs (seen in one worker order,
+    # the fill_'s arguments held by a frame). Collect before asking for the block again.
+    gc.collect()
+    freed = torch.mydev.memory_stats()
+    t = make()
     keys = ("allocated_bytes.all.current", "reserved_bytes.all.current")
     facts = {k: (held[k], freed[k]) for k in keys} | {"holders": holders}
     assert t.data_ptr() == address, f"the allocator should hand the freed block back: {facts}"
