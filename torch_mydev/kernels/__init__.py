@@ -13,6 +13,7 @@ Importing this package (or ``copy.kernel``) imports neither numba nor any compil
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import threading
@@ -63,3 +64,12 @@ def load_numba_modules(*names: str) -> tuple[ModuleType, ...]:
             if enabled:
                 gc.enable()
     return modules
+
+
+@functools.cache
+def numba_module(name: str) -> ModuleType:
+    """The numba module ``name`` of this package (``"copy._strided"``), imported through
+    ``load_numba_modules`` on its first use and then kept: what each kernel asks for its
+    loops with, so that importing a kernel module never imports numba."""
+    (module,) = load_numba_modules(name)
+    return module

@@ -61,6 +61,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
+from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.cast import converters
 from torch_mydev.kernels.copy.loops import (
     CAST_CHUNK,
@@ -102,8 +103,6 @@ __all__ = [
     "prepare_copy",
 ]
 
-_convert: ModuleType | None = None
-
 
 def _load() -> tuple[ModuleType, ModuleType]:
     """The numba modules, imported on first use (importing the package must not import numba).
@@ -115,12 +114,7 @@ def _load() -> tuple[ModuleType, ModuleType]:
 
 
 def _load_convert() -> ModuleType:
-    global _convert
-    if _convert is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (_convert,) = load_numba_modules("copy._convert")
-    return _convert
+    return numba_module("copy._convert")
 
 
 def copy_strided(dst: Operand, src: Operand, shape: tuple[int, ...]) -> None:

@@ -19,6 +19,7 @@ from types import ModuleType
 
 import numpy as np
 
+from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
 from torch_mydev.kernels.parallel import threads
@@ -57,29 +58,17 @@ UNIT_LANES = {
     1: np.dtype(np.uint8),
 }
 
-_loops: ModuleType | None = None
-_planes: ModuleType | None = None
 _parallel_pid: int | None = None
 
 
 def load_strided() -> ModuleType:
     """The numba module of the strided loops, imported on the first copy."""
-    global _loops
-    if _loops is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (_loops,) = load_numba_modules("copy._strided")
-    return _loops
+    return numba_module("copy._strided")
 
 
 def load_planes() -> ModuleType:
     """The numba module of the planes loop, imported on the first copy that takes it."""
-    global _planes
-    if _planes is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (_planes,) = load_numba_modules("copy._planes")
-    return _planes
+    return numba_module("copy._planes")
 
 
 def check_plan(

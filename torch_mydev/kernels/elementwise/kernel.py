@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
 from torch_mydev.kernels.dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
 from torch_mydev.kernels.elementwise.parallel import ParallelKernel, run_moves
@@ -90,17 +91,10 @@ PARALLEL_STREAM_MIN_NUMEL = 1 << 21
 # of each other for the channels_last + contiguous add; 32 and 4096 clearly slower.
 BINARY_TILE = 128
 
-_loops: ModuleType | None = None
-
 
 def _load() -> ModuleType:
     """Import the numba loops on first use (importing the package must not import numba)."""
-    global _loops
-    if _loops is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (_loops,) = load_numba_modules("elementwise._loops")
-    return _loops
+    return numba_module("elementwise._loops")
 
 
 class Prepared(NamedTuple):

@@ -37,6 +37,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from torch_mydev.kernels import numba_module
+
 __all__ = [
     "call_table",
     "count",
@@ -53,7 +55,6 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_key: tuple[int, int] | None = None
 _regions = 0
-_run_calls: Callable | None = None
 
 
 def count() -> int:
@@ -136,13 +137,7 @@ def run_calls(calls: np.ndarray, starts: np.ndarray) -> int | None:
 
 def _loop() -> Callable:
     """``parallel._calls.run_calls``, imported with numba's target readied on first use."""
-    global _run_calls
-    if _run_calls is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (module,) = load_numba_modules("parallel._calls")
-        _run_calls = module.run_calls
-    return _run_calls
+    return numba_module("parallel._calls").run_calls
 
 
 def _submit(pool: ThreadPoolExecutor, body: Callable, begin: int, end: int) -> Future | None:

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, parallel_allowed
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
@@ -54,19 +55,13 @@ SPLIT_PARTS = 16
 # ``outer`` needs at least this many outputs along the input's fastest dim.
 OUTER_MIN_WIDTH = 4
 
-_loops: ModuleType | None = None
 _entries: dict[tuple, Callable] = {}
 _tokens: dict[np.dtype, np.ndarray] = {}
 
 
 def _load() -> ModuleType:
     """Import the numba loops on first use (importing the package must not import numba)."""
-    global _loops
-    if _loops is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (_loops,) = load_numba_modules("reduction._loops")
-    return _loops
+    return numba_module("reduction._loops")
 
 
 class PreparedReduction(NamedTuple):
@@ -332,7 +327,6 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
 GRAIN_SIZE = 32768
 # ``Vectorized<T>`` bytes of the kernel torch CPU runs for ``sum`` on x86 (AVX2 or default).
 VECTOR_BYTES = 32
-_replicas: dict[str, ModuleType] = {}
 _CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 3}  # PAIR, HALVES; else PLAIN
 
 
@@ -442,12 +436,7 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
 
 def _cascade_entry(prepared: PreparedCascade) -> Callable:
     """The replica's compiled entry point for ``prepared``'s argument types (loaded once)."""
-    module = _replicas.get(prepared.module)
-    if module is None:
-        from torch_mydev.kernels import load_numba_modules
-
-        (module,) = load_numba_modules(prepared.module)
-        _replicas[prepared.module] = module
+    module = numba_module(prepared.module)
     token = _token(prepared.lane)
     key = (prepared.loop, prepared.lane, prepared.args[-1].dtype)
     entry = _entries.get(key)

@@ -30,6 +30,7 @@ as torch allows CPU scalars beside any device.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -71,40 +72,36 @@ from torch_mydev_rules.iterator.promotion import (
 # ---- the registered kernels ------------------------------------------------------------------
 
 
-def add(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
-    """aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."""
-    if out is None:  # the per-call paths first, without _arithmetic's frame
-        if type(alpha) is int and alpha == 1:
-            result = _replay(_TABLES["add"], self, other)
+def _with_alpha(name: str) -> tuple[Callable, Callable]:
+    """The functional/out and in-place kernels of ``add`` or ``sub`` (their calls differ only
+    in the op): the stub's replay and the cached entry first, then ``_arithmetic``."""
+    table = _TABLES[name]
+
+    def functional(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
+        if out is None:  # the per-call paths first, without _arithmetic's frame
+            if type(alpha) is int and alpha == 1:
+                result = _replay(table, self, other)
+                if result is not None:
+                    return result
+            result = fast_binary(name, None, self, other, alpha, False)
             if result is not None:
                 return result
-        result = fast_binary("add", None, self, other, alpha, False)
-        if result is not None:
-            return result
-    return _arithmetic("add", self, other, alpha=alpha, out=out)
+        return _arithmetic(name, self, other, alpha=alpha, out=out)
+
+    def inplace(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
+        return _arithmetic(name, self, other, alpha=alpha, out=self, inplace=True)
+
+    functional.__name__ = functional.__qualname__ = name
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    return functional, inplace
 
 
-def add_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
-    """aten::add_.Tensor / add_.Scalar."""
-    return _arithmetic("add", self, other, alpha=alpha, out=self, inplace=True)
-
-
-def sub(self: Arg, other: Arg, alpha: Number = 1, *, out: torch.Tensor | None = None):
-    """aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."""
-    if out is None:  # the per-call paths first, without _arithmetic's frame
-        if type(alpha) is int and alpha == 1:
-            result = _replay(_TABLES["sub"], self, other)
-            if result is not None:
-                return result
-        result = fast_binary("sub", None, self, other, alpha, False)
-        if result is not None:
-            return result
-    return _arithmetic("sub", self, other, alpha=alpha, out=out)
-
-
-def sub_(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
-    """aten::sub_.Tensor / sub_.Scalar."""
-    return _arithmetic("sub", self, other, alpha=alpha, out=self, inplace=True)
+add, add_ = _with_alpha("add")
+add.__doc__ = "aten::add.Tensor / add.Scalar / add.out / add.Scalar_out: ``self + alpha * other``."
+add_.__doc__ = "aten::add_.Tensor / add_.Scalar."
+sub, sub_ = _with_alpha("sub")
+sub.__doc__ = "aten::sub.Tensor / sub.Scalar / sub.out / sub.Scalar_out: ``self - alpha * other``."
+sub_.__doc__ = "aten::sub_.Tensor / sub_.Scalar."
 
 
 def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -69,24 +69,34 @@ _prepared: LRUCache[tuple, kernels.PreparedReduction] = LRUCache(4096)
 # ---- the registered kernels ------------------------------------------------------------------
 
 
-def sum(
-    self: torch.Tensor,
-    dim: Dims = None,
-    keepdim: bool = False,
-    *,
-    dtype: torch.dtype | None = None,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """aten::sum.dim_IntList / sum.IntList_out."""
-    key = None
-    if out is None:
-        result, key = entries.lookup("sum", self, dim, keepdim, dtype)
-        if result is not None:
-            return result
-    result_dtype = sum_dtype(self.dtype, dtype, None if out is None else out.dtype)
-    overload = torch.ops.aten.sum.dim_IntList if out is None else torch.ops.aten.sum.IntList_out
-    call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
-    return _reduce("sum", self, dim, keepdim, result_dtype, out, call, key)
+def _summing(op: str, result_dtype: Callable, functional: Any, out_overload: Any) -> Callable:
+    """The kernel of ``sum`` or ``mean`` (their calls differ only in these arguments): a
+    functional call's recorded repeat (``entries.lookup``), else ``_reduce``."""
+
+    def kernel(
+        self: torch.Tensor,
+        dim: Dims = None,
+        keepdim: bool = False,
+        *,
+        dtype: torch.dtype | None = None,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        key = None
+        if out is None:
+            result, key = entries.lookup(op, self, dim, keepdim, dtype)
+            if result is not None:
+                return result
+        to = result_dtype(self.dtype, dtype, None if out is None else out.dtype)
+        overload = functional if out is None else out_overload
+        call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
+        return _reduce(op, self, dim, keepdim, to, out, call, key)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
+sum = _summing("sum", sum_dtype, torch.ops.aten.sum.dim_IntList, torch.ops.aten.sum.IntList_out)
+sum.__doc__ = """aten::sum.dim_IntList / sum.IntList_out."""
 
 
 def sum_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -94,24 +104,10 @@ def sum_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Te
     return sum(self, None, False, dtype=dtype)
 
 
-def mean(
-    self: torch.Tensor,
-    dim: Dims = None,
-    keepdim: bool = False,
-    *,
-    dtype: torch.dtype | None = None,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
+mean = _summing("mean", mean_dtype, torch.ops.aten.mean.dim, torch.ops.aten.mean.out)
+mean.__doc__ = (
     """aten::mean.dim / mean.out: ``sum`` over the dims divided by their element count."""
-    key = None
-    if out is None:
-        result, key = entries.lookup("mean", self, dim, keepdim, dtype)
-        if result is not None:
-            return result
-    result_dtype = mean_dtype(self.dtype, dtype, None if out is None else out.dtype)
-    overload = torch.ops.aten.mean.dim if out is None else torch.ops.aten.mean.out
-    call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
-    return _reduce("mean", self, dim, keepdim, result_dtype, out, call, key)
+)
 
 
 def mean_all(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
