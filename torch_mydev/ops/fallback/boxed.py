@@ -172,7 +172,7 @@ def run_on_cpu(
         try:
             return ff.run_fast(op_info, args, kwargs)
         except RuntimeError as error:
-            if "not resizable" not in str(error):
+            if not fc.grows_an_alias(error):
                 raise
             return _run(
                 op_info,
@@ -190,7 +190,7 @@ def run_on_cpu(
             return _run(op_info, values, device, fc.Aliases)
         except RuntimeError as error:
             # An out= tensor the CPU op must grow: mydev memory cannot move under an alias.
-            if "not resizable" not in str(error):
+            if not fc.grows_an_alias(error):
                 raise
     return _run(op_info, values, device, fc.Copies)
 

@@ -31,9 +31,27 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE as DEVICE_TYPE
 from torch_mydev.ops import quantized
 
-__all__ = ["Aliases", "Copies", "materialize", "move", "to_mydev", "write_back"]
+__all__ = [
+    "Aliases",
+    "Copies",
+    "grows_an_alias",
+    "materialize",
+    "move",
+    "to_mydev",
+    "write_back",
+]
 
 _CPU = torch.device("cpu")
+
+
+def grows_an_alias(error: RuntimeError) -> bool:
+    """Whether a CPU op failed because it had to grow an out= tensor that is an alias of
+    mydev memory (an alias's storage is not resizable: mydev memory cannot move under it).
+
+    The one place that tells this error apart, by the message c10's ``StorageImpl`` raises
+    ("Trying to resize storage that is not resizable"): torch gives it no type of its own.
+    The callers then run the op again over copies, which CPU may resize."""
+    return "not resizable" in str(error)
 
 
 def is_mydev(value: Any) -> bool:

@@ -34,6 +34,7 @@ from torch_mydev.ops.fallback import boxed as fallback
 from torch_mydev.ops.fallback import devices as fd
 from torch_mydev.ops.fallback import fast as ff
 from torch_mydev.ops.fallback import schema as fs
+from torch_mydev.ops.fallback.copy import grows_an_alias
 from torch_mydev.ops.fallback.sparse_convert import (
     SparseArgs,
     materialize,
@@ -148,7 +149,7 @@ def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         try:
             return _run(op_info, values, device, copies=False)
         except RuntimeError as error:
-            if "not resizable" not in str(error):
+            if not grows_an_alias(error):
                 raise
     return _run(op_info, values, device, copies=True)
 
