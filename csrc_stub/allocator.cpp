@@ -242,7 +242,7 @@ class Registry {
   }
 
   // The device of the live block holding `ptr` (its first byte or any later one), or -1.
-  c10::DeviceIndex device_of(const void* ptr) {
+  c10::DeviceIndex device_of_block(const void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(const_cast<void*>(ptr));
     if (it != blocks_.end()) {
@@ -434,8 +434,8 @@ void empty_cache() {
   }
 }
 
-c10::DeviceIndex device_of(const void* ptr) {
-  return registry().device_of(ptr);
+c10::DeviceIndex device_of_block(const void* ptr) {
+  return registry().device_of_block(ptr);
 }
 
 c10::DataPtr adopt_data(c10::DataPtr original, size_t nbytes, c10::DeviceIndex index) {

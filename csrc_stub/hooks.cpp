@@ -66,7 +66,7 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   at::Device getDeviceFromPtr(void* data) const override {
-    const c10::DeviceIndex index = device_of(data);
+    const c10::DeviceIndex index = device_of_block(data);
     TORCH_CHECK(index >= 0, "mydev: the pointer ", data, " is not mydev memory");
     return c10::Device(kDeviceType, index);
   }

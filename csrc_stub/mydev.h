@@ -59,7 +59,7 @@ void reset_accumulated_memory_stats(c10::DeviceIndex index);
 // Frees the blocks kept for reuse on every device (torch.cuda.empty_cache's job).
 void empty_cache();
 // The device a live block from the allocator belongs to, or -1.
-c10::DeviceIndex device_of(const void* ptr);
+c10::DeviceIndex device_of_block(const void* ptr);
 // A mydev DataPtr over `original`'s bytes (a block of CPU's allocator, `nbytes` long), counted
 // as allocated on mydev:`index` until it is freed, then released through `original`'s deleter.
 c10::DataPtr adopt_data(c10::DataPtr original, size_t nbytes, c10::DeviceIndex index);
