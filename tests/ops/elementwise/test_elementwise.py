@@ -751,6 +751,20 @@ def test_zero_elements():
     assert torch.where(a > 0, a, 1.0).shape == (0, 3)
 
 
+@pytest.mark.parametrize("op", [torch.mul, torch.div, torch.floor_divide])
+def test_reduced_float_by_an_empty_view_at_its_storage_end(op):
+    """float16 ``x * y`` with ``y`` an empty stride-0 view one element into a one-element
+    storage: the iteration has no element, so nothing reads ``y`` (the opmath loop's scalar
+    read once ran past the storage; found by hypothesis)."""
+    x_cpu = torch.tensor(1.5, dtype=torch.float16)
+    y_cpu = torch.tensor([2.0], dtype=torch.float16).as_strided((0,), (0,), 1)
+    x = x_cpu.to("mydev")
+    y = torch.tensor([2.0], dtype=torch.float16, device="mydev").as_strided((0,), (0,), 1)
+    assert y.storage_offset() == 1 and y.untyped_storage().nbytes() == 2
+    expected, got = op(x_cpu, y_cpu), op(x, y)
+    assert got.shape == expected.shape == (0,) and got.dtype == expected.dtype
+
+
 def test_native_ops_do_not_fall_back():
     torch_mydev.reset_fallback_stats()
     x = torch.arange(6.0).reshape(2, 3).to("mydev")

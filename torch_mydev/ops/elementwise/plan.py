@@ -142,6 +142,8 @@ def opmath_scalar(op: str, plan: Plan, other: Arg) -> float | None:
     """
     if op == "add" or plan.common_dtype not in _REDUCED:
         return None
+    if 0 in plan.coalesced_shape:
+        return None  # no loop runs (for_each returns at numel 0): nothing reads ``other``
     strides = plan.coalesced_stride_bytes[plan.num_outputs + 1]
     if any(s != 0 and n != 1 for n, s in zip(plan.coalesced_shape, strides, strict=True)):
         return None

@@ -76,11 +76,41 @@ def compute_types(
        (``promote_inputs_to_common_dtype``). Other devices read and write the originals.
     """
     ops = list(operands)
+    seen = _survey(ops, config)
+    _check_dtypes(ops, config, seen)
+    no_flags = not (
+        seen.undefined_outputs
+        or config.check_all_same_device
+        or config.promote_inputs_to_common_dtype
+        or config.cast_common_dtype_to_outputs
+        or config.enforce_safe_casting_to_output
+    )
+    if no_flags:
+        common = None if seen.different_inputs else seen.common
+        return TypeInfo(tuple(ops), common, tuple(False for _ in ops))
+    common = _promoted(ops, config, seen, all_ops_are_scalars)
+    settled = [_settle(op, config, common, cpu) for op in ops]
+    return TypeInfo(
+        tuple(op for op, _ in settled), common, tuple(replaced for _, replaced in settled)
+    )
+
+
+@dataclass(frozen=True)
+class _Survey:
+    """Step 1's scan of the defined operands: the first input's dtype (``common``), the
+    first output's, whether either side disagrees, whether an output has no dtype yet."""
+
+    common: torch.dtype | None
+    output_dtype: torch.dtype | None
+    different_inputs: bool
+    different_outputs: bool
+    undefined_outputs: bool
+
+
+def _survey(ops: Sequence[OperandSpec], config: IteratorConfig) -> _Survey:
     common: torch.dtype | None = None
     output_dtype: torch.dtype | None = None
-    different_inputs = False
-    different_outputs = False
-    undefined_outputs = False
+    different_inputs = different_outputs = undefined_outputs = False
     for op in ops:
         if op.dtype is None:
             if config.static_dtype is None:
@@ -99,70 +129,73 @@ def compute_types(
                 output_dtype = op.dtype
             else:
                 different_outputs = True
+    return _Survey(common, output_dtype, different_inputs, different_outputs, undefined_outputs)
 
+
+def _check_dtypes(ops: Sequence[OperandSpec], config: IteratorConfig, seen: _Survey) -> None:
+    """Step 1's errors: inputs that differ with nothing to promote them while an output needs
+    a dtype, and ``check_all_same_dtype`` (the first operand of another dtype names it)."""
     if (
-        different_inputs
+        seen.different_inputs
         and not config.promote_inputs_to_common_dtype
         and (
-            undefined_outputs
+            seen.undefined_outputs
             or config.enforce_safe_casting_to_output
             or config.cast_common_dtype_to_outputs
         )
     ):
         raise RuntimeError("inputs of different dtypes need promote_inputs_to_common_dtype")
-
     if config.check_all_same_dtype and (
-        different_inputs
-        or different_outputs
-        or (output_dtype is not None and common != output_dtype)
+        seen.different_inputs
+        or seen.different_outputs
+        or (seen.output_dtype is not None and seen.common != seen.output_dtype)
     ):
         for op in ops:
-            if op.defined and op.dtype != common:
+            if op.defined and op.dtype != seen.common:
                 raise RuntimeError(
-                    f"Found dtype {dtype_name(op.dtype)} but expected {dtype_name(common)}"
+                    f"Found dtype {dtype_name(op.dtype)} but expected {dtype_name(seen.common)}"
                 )
 
-    no_flags = not (
-        undefined_outputs
-        or config.check_all_same_device
-        or config.promote_inputs_to_common_dtype
-        or config.cast_common_dtype_to_outputs
-        or config.enforce_safe_casting_to_output
-    )
-    if no_flags:
-        return TypeInfo(tuple(ops), None if different_inputs else common, tuple(False for _ in ops))
 
-    if (different_inputs or all_ops_are_scalars) and config.promote_inputs_to_common_dtype:
+def _promoted(
+    ops: Sequence[OperandSpec], config: IteratorConfig, seen: _Survey, all_ops_are_scalars: bool
+) -> torch.dtype | None:
+    """Step 3: the common dtype after promotion (and integer-to-float promotion)."""
+    common = seen.common
+    if (seen.different_inputs or all_ops_are_scalars) and config.promote_inputs_to_common_dtype:
         common = compute_common_dtype(ops, default_dtype=config.default_dtype)
     if config.promote_integer_inputs_to_float and is_integral(common, include_bool=True):
         common = config.default_dtype
+    return common
 
-    temporaries = []
-    for i, op in enumerate(ops):
-        replaced = False
-        if op.dtype is None:
-            ops[i] = op = replace(op, dtype=config.static_dtype or common)
-        if op.defined:
-            if (
-                config.enforce_safe_casting_to_output
-                and op.is_output
-                and op.dtype != common
-                and not can_cast(common, op.dtype)
-            ):
-                raise RuntimeError(
-                    f"result type {dtype_name(common)} can't be cast to the desired output "
-                    f"type {dtype_name(op.dtype)}"
-                )
-            if cpu and op.dtype != common:
-                if config.cast_common_dtype_to_outputs and op.is_output:
-                    # empty_like(out, common dtype, LEGACY_CONTIGUOUS_MEMORY_FORMAT)
-                    strides = layout.contiguous_strides(op.sizes)
-                    ops[i] = replace(op, strides=tuple(strides), dtype=common)
-                    replaced = True
-                elif config.promote_inputs_to_common_dtype and not op.is_output:
-                    # input.to(common): _to_copy with preserve_format
-                    strides = layout.preserve_format_strides(op.sizes, op.strides)
-                    ops[i] = replace(op, strides=tuple(strides), dtype=common)
-                    replaced = True
-        temporaries.append(replaced)
-    return TypeInfo(tuple(ops), common, tuple(temporaries))
+
+def _settle(
+    op: OperandSpec, config: IteratorConfig, common: torch.dtype | None, cpu: bool
+) -> tuple[OperandSpec, bool]:
+    """Steps 4 and 5 for one operand: its dtype, the safe-casting check, and on CPU the
+    temporary that replaces it (the operand as the iterator goes on with it, and whether it
+    was replaced)."""
+    if op.dtype is None:
+        op = replace(op, dtype=config.static_dtype or common)
+    if not op.defined:
+        return op, False
+    if (
+        config.enforce_safe_casting_to_output
+        and op.is_output
+        and op.dtype != common
+        and not can_cast(common, op.dtype)
+    ):
+        raise RuntimeError(
+            f"result type {dtype_name(common)} can't be cast to the desired output "
+            f"type {dtype_name(op.dtype)}"
+        )
+    if cpu and op.dtype != common:
+        if config.cast_common_dtype_to_outputs and op.is_output:
+            # empty_like(out, common dtype, LEGACY_CONTIGUOUS_MEMORY_FORMAT)
+            strides = layout.contiguous_strides(op.sizes)
+            return replace(op, strides=tuple(strides), dtype=common), True
+        if config.promote_inputs_to_common_dtype and not op.is_output:
+            # input.to(common): _to_copy with preserve_format
+            strides = layout.preserve_format_strides(op.sizes, op.strides)
+            return replace(op, strides=tuple(strides), dtype=common), True
+    return op, False
