@@ -207,7 +207,7 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type
         if special is not None:
             return special(*[None if v is _MISSING else v for v in cpu_values])
         cpu_args, cpu_kwargs = fs.unbind(op_info, cpu_values)
-        return ff.CPU_KERNELS.get(op_info.name, op_info.op)(*cpu_args, **cpu_kwargs)
+        return op_info.cpu_kernel(*cpu_args, **cpu_kwargs)
 
     # A seeded op gets a mydev generator's state through its ``generator`` argument, or
     # through its special form's (fr.SPECIAL); one with neither (``_fused_sdp_choice``,

@@ -24,7 +24,6 @@ from torch_mydev._names import DEVICE
 from torch_mydev.ops.fallback import copy as fc
 from torch_mydev.ops.fallback import devices as fd
 from torch_mydev.ops.fallback import schema as fs
-from torch_mydev.ops.fallback.rnn import KERNELS as CPU_KERNELS
 
 __all__ = ["run_fast"]
 
@@ -135,7 +134,7 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
     for value in kwargs.values():
         if isinstance(value, torch.device):
             device = value
-    kernel = CPU_KERNELS.get(op_info.name, op_info.op)
+    kernel = op_info.cpu_kernel
     call.adopt = kernel is op_info.op and _may_adopt(op_info.op)
     result = kernel(*cpu_args, **cpu_kwargs)
     for value, where in written:

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from torch_mydev.ops.fallback.rnn import KERNELS as CPU_KERNELS
+
 __all__ = ["MISSING", "OpInfo", "bind", "info", "op_name", "resolve", "returns_view", "unbind"]
 
 MISSING = object()
@@ -66,6 +68,9 @@ class OpInfo:
     ambiguous: bool  # another overload has the same argument names: ``resolve`` must look
     written_positions: tuple[int, ...]  # indices of written arguments
     written_names: frozenset[str]
+    # What runs on CPU: the overload itself, or the CPU version of an op that has only
+    # CUDA kernels (``rnn.KERNELS``), chosen once here rather than on every call.
+    cpu_kernel: Any
 
     def fits(self, args: tuple, kwargs: dict) -> bool:
         """Whether the values' kinds (tensor or not) fit this schema."""
@@ -147,6 +152,7 @@ def _make_info(op: torch._ops.OpOverload) -> OpInfo:
         ambiguous=ambiguous,
         written_positions=tuple(i for i, w in enumerate(written) if w),
         written_names=frozenset(a.name for a, w in zip(arguments, written, strict=True) if w),
+        cpu_kernel=CPU_KERNELS.get(name, op),
     )
 
 
