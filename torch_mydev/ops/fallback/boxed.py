@@ -107,7 +107,7 @@ def reset_fallback_stats() -> None:
         _warned.clear()
 
 
-def _record(name: str) -> None:
+def record_call(name: str) -> None:
     with _lock:
         _stats[name] += 1
     if name in _warned or _environ_bytes.get(_WARN_KEY) != _WARN_ON:
@@ -140,7 +140,7 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _target_device(values: list[Any]) -> torch.device:
+def target_device(values: list[Any]) -> torch.device:
     """Where new results go: the ``device`` argument, else the first mydev tensor's device."""
     for value in values:
         if isinstance(value, torch.device):
@@ -167,7 +167,7 @@ def run_on_cpu(
     """
     op_info = fs.resolve(op, args, kwargs)
     if count:
-        _record(name or op_info.name)
+        record_call(name or op_info.name)
     if zero_copy and not op_info.random and op_info.name not in fd.CPU_ALLOWED:
         try:
             return ff.run_fast(op_info, args, kwargs)
@@ -177,12 +177,12 @@ def run_on_cpu(
             return _run(
                 op_info,
                 fs.bind(op_info, args, kwargs),
-                _target_device(fs.bind(op_info, args, kwargs)),
+                target_device(fs.bind(op_info, args, kwargs)),
                 fc.Copies,
             )
     values = fs.bind(op_info, args, kwargs)
     fd.check_call(op_info.name, op_info.names, values, op_info.written)
-    device = _target_device(values)
+    device = target_device(values)
     if op_info.random:
         op_info, values = fr.with_generator(op_info, values)
     if zero_copy:

@@ -9,7 +9,7 @@ A new CPU result is not copied when it can be adopted (``_C._adopt``): mydev mem
 memory, so the block CPU's allocator made for it becomes the mydev tensor's storage, with
 CPU's sizes, strides and storage offset. The stub takes only a plain dense tensor over a
 plain block of CPU's allocator held by that result alone; here, only results of aten's C++
-kernels are offered (``_may_adopt``), a CPU tensor the call was passed is never taken (the
+kernels are offered (``may_adopt``), a CPU tensor the call was passed is never taken (the
 op may return it as it is), and a result returned twice is one mydev tensor.
 """
 
@@ -57,7 +57,7 @@ class _Call:
         self.originals: dict[int, torch.Tensor] = {}
         self.seen: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> its alias
         self.passed: set[int] = set()  # ids of the CPU tensors passed as they are
-        self.adopt = False  # whether new results may be adopted (``_may_adopt``)
+        self.adopt = False  # whether new results may be adopted (``may_adopt``)
         self.moved: dict[int, torch.Tensor] = {}  # id(CPU result) -> its mydev tensor
 
     def convert(self, value: Any) -> Any:
@@ -135,7 +135,7 @@ def run_fast(op_info: fs.OpInfo, args: tuple, kwargs: dict) -> Any:
         if isinstance(value, torch.device):
             device = value
     kernel = op_info.cpu_kernel
-    call.adopt = kernel is op_info.op and _may_adopt(op_info.op)
+    call.adopt = kernel is op_info.op and may_adopt(op_info.op)
     result = kernel(*cpu_args, **cpu_kwargs)
     for value, where in written:
         cpu = cpu_args[where] if isinstance(where, int) else cpu_kwargs[where]
@@ -176,7 +176,7 @@ _PYTHON_CPU_KEYS = ("/CPU", "/CompositeExplicitAutograd", "/CompositeImplicitAut
 _python_kernels_seen = (-1, True)
 
 
-def _may_adopt(op: torch._ops.OpOverload) -> bool:
+def may_adopt(op: torch._ops.OpOverload) -> bool:
     """Whether ``op``'s new results come from C++ kernels only: an aten op, and no Python
     kernel registered for any aten op's CPU or composite key (``torch.library._impls``)."""
     global _python_kernels_seen

@@ -140,8 +140,8 @@ def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     op_info = fs.resolve(op, args, kwargs)
     values = fs.bind(op_info, args, kwargs)
     fd.check_call(op_info.name, op_info.names, values, op_info.written)
-    fallback._record(op_info.name)
-    device = fallback._target_device(values)
+    fallback.record_call(op_info.name)
+    device = fallback.target_device(values)
     for written, value in zip(op_info.written, values, strict=True):
         if written:
             materialize(value)
@@ -168,7 +168,7 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, copies: bo
         return result
     outs = [result] if n == 1 else list(result)
     del result
-    adopt = ff._may_adopt(op_info.op)
+    adopt = ff.may_adopt(op_info.op)
     mapped = []
     for alias in op_info.return_alias:
         out = outs.pop(0)

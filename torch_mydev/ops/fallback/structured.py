@@ -62,7 +62,7 @@ def structured_functional_ops(
     """aten functional overloads that PrivateUse1 runs as their generated structured
     composite: a CompositeExplicitAutogradNonFunctional kernel, a CPU kernel, no
     PrivateUse1 kernel, no trailing ``_`` (in-place ops write ``self``'s own layout), and
-    ``is_structured`` (``fallback._structured``); ``skip`` holds qualified names
+    ``is_structured`` (``boxed._structured``); ``skip`` holds qualified names
     (``"aten::sqrt"``) registered otherwise."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     found = []
