@@ -106,22 +106,11 @@ PyObject* empty_strided_py(PyObject* /*module*/, PyObject* const* args, Py_ssize
     PyErr_SetString(PyExc_TypeError, "_empty_strided(sizes, strides, dtype, index)");
     return nullptr;
   }
-  c10::SmallVector<int64_t, 8> sizes;
-  c10::SmallVector<int64_t, 8> strides;
-  if (!read_ints(args[0], "_empty_strided: sizes must be a sequence of ints", sizes) ||
-      !read_ints(args[1], "_empty_strided: strides must be a sequence of ints", strides)) {
+  at::Tensor out;
+  if (!new_strided("_empty_strided", args[0], args[1], args[2], args[3], out)) {
     return nullptr;
   }
-  if (!THPDtype_Check(args[2])) {
-    PyErr_SetString(PyExc_TypeError, "_empty_strided: dtype must be a torch.dtype");
-    return nullptr;
-  }
-  const c10::ScalarType dtype = reinterpret_cast<THPDtype*>(args[2])->scalar_type;
-  const long long index = PyLong_AsLongLong(args[3]);
-  if (index == -1 && PyErr_Occurred()) {
-    return nullptr;
-  }
-  return THPVariable_Wrap(empty_strided(sizes, strides, dtype, index));
+  return THPVariable_Wrap(std::move(out));
   END_HANDLE_TH_ERRORS
 }
 

@@ -219,22 +219,15 @@ bool holds(const at::Tensor& t, uintptr_t start, long long extent) {
 }
 
 // The new output the record describes (sizes, strides, dtype, device), allocated into
-// `out`; false with a Python error set on a bad record.
+// `out`; false with a TypeError set on a bad record.
 bool new_from_record(PyObject* record, at::Tensor& out) {
-  c10::SmallVector<int64_t, 8> sizes;
-  c10::SmallVector<int64_t, 8> strides;
-  if (!read_ints(PyTuple_GET_ITEM(record, kSizes), "replay: record sizes", sizes) ||
-      !read_ints(PyTuple_GET_ITEM(record, kStrides), "replay: record strides", strides)) {
-    return false;
-  }
-  PyObject* dtype = PyTuple_GET_ITEM(record, kDtype);
-  TORCH_CHECK(THPDtype_Check(dtype), "replay: bad record dtype");
-  const long long index = int_field(record, kDevice);
-  if (index == -1 && PyErr_Occurred()) {
-    return false;
-  }
-  out = empty_strided(sizes, strides, reinterpret_cast<THPDtype*>(dtype)->scalar_type, index);
-  return true;
+  return new_strided(
+      "replay: record",
+      PyTuple_GET_ITEM(record, kSizes),
+      PyTuple_GET_ITEM(record, kStrides),
+      PyTuple_GET_ITEM(record, kDtype),
+      PyTuple_GET_ITEM(record, kDevice),
+      out);
 }
 
 // Runs the record's loop on (out, operand0, operand1); its status (0: done).

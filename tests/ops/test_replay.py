@@ -156,6 +156,8 @@ def test_the_record_is_read_by_the_names_the_stub_defines() -> None:
     assert replay.replay({key: record._replace(extent0=a.nbytes + 1)}, a, a) is None
     with pytest.raises(TypeError, match="REPLAY_RECORD_FIELDS"):
         replay.replay({key: tuple(record)[:-2]}, a, a)
+    with pytest.raises(TypeError, match=r"dtype must be a torch\.dtype"):
+        replay.replay({key: record._replace(dtype="float32")}, a, a)
 
 
 # ---- copies ------------------------------------------------------------------------------
