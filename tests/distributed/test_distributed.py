@@ -3,17 +3,26 @@
 Truth: the same collective through plain gloo on CPU tensors in the same processes (values,
 dtypes, shapes), and for DDP a single-process run on the concatenated batch on CPU. Spawned
 children (not forked: after an OpenMP region a forked child's CPU ops can hang) write what
-they saw to a file the test reads; one spawn runs every collective, one runs DDP.
+they saw to a file the test reads. One spawn (a module fixture) runs every scenario in one
+process group, in order: a world costs seconds to start, and the checks are what differ. A
+scenario that raises writes its traceback and ends the world (the other rank would wait in a
+collective); the tests of the scenarios after it fail naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import tempfile
+import traceback
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
 
 import torch_mydev  # noqa: F401
 from torch_mydev.distributed import BACKEND
@@ -21,10 +30,7 @@ from torch_mydev.distributed import BACKEND
 WORLD = 2
 
 
-def _collectives(rank: int, init: str, out_dir: str) -> None:
-
-    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
-    cpu_group = dist.new_group(backend="gloo")
+def _collectives(rank: int, cpu_group: dist.ProcessGroup) -> dict:
     seen: dict[str, object] = {"backend": dist.get_backend_config()}
 
     def both(name, run):
@@ -133,36 +139,12 @@ def _collectives(rank: int, init: str, out_dir: str) -> None:
         ("async_work", async_work),
     ):
         both(name, run)
-    dist.barrier()
-    seen["memory_after"] = torch.mydev.memory_allocated()
-    torch.save(seen, f"{out_dir}/collectives{rank}.pt")
-    dist.destroy_process_group()
+    return seen
 
 
-def _spawn(fn, *args) -> None:
-    with tempfile.NamedTemporaryFile() as f:
-        mp.spawn(fn, args=(f"file://{f.name}.init", *args), nprocs=WORLD, join=True)
-
-
-def test_collectives_equal_gloo_on_cpu_and_stay_on_mydev(tmp_path):
-    _spawn(_collectives, str(tmp_path))
-    for rank in range(WORLD):
-        seen = torch.load(tmp_path / f"collectives{rank}.pt")
-        backend = seen.pop("backend")  # init_process_group() with no backend picks ours
-        assert f"mydev:{BACKEND}" in backend, backend
-        seen.pop("memory_after")
-        for name, (mydev, cpu) in seen.items():
-            assert len(mydev) == len(cpu), name
-            for (device, value), (cpu_device, expected) in zip(mydev, cpu, strict=True):
-                assert (device, cpu_device) == ("mydev", "cpu"), name
-                assert value.dtype == expected.dtype, name
-                assert torch.equal(value, expected), (name, value, expected)
-
-
-def _ddp(rank: int, init: str, out_dir: str) -> None:
+def _ddp(rank: int, cpu_group: dist.ProcessGroup) -> dict:
     from torch.nn.parallel import DistributedDataParallel
 
-    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
     torch.manual_seed(0)
     model = _model()
     ddp = DistributedDataParallel(model.to("mydev"))
@@ -175,34 +157,12 @@ def _ddp(rank: int, init: str, out_dir: str) -> None:
         loss.backward()
         optimizer.step()
     grads_on = {p.grad.device.type for p in ddp.parameters()}
-    torch.save(
-        {"params": [p.detach().cpu() for p in model.parameters()], "grads_on": grads_on},
-        f"{out_dir}/ddp{rank}.pt",
-    )
-    dist.destroy_process_group()
+    return {"params": [p.detach().cpu() for p in model.parameters()], "grads_on": grads_on}
 
 
-def _data() -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1)
-    return torch.randn(8, 6, generator=g), torch.randn(8, 2, generator=g)
-
-
-def test_ddp_matches_one_process_on_the_whole_batch(tmp_path):
-    _spawn(_ddp, str(tmp_path))
-    model = _one_process()
-    for rank in range(WORLD):
-        seen = torch.load(tmp_path / f"ddp{rank}.pt")
-        assert seen["grads_on"] == {"mydev"}
-        for got, expected in zip(seen["params"], model.parameters(), strict=True):
-            # DDP averages two half-batch means; one process takes one mean: same up to
-            # float32 rounding in the reduction order.
-            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
-
-
-def _fsdp2(rank: int, init: str, out_dir: str) -> None:
+def _fsdp2(rank: int, cpu_group: dist.ProcessGroup) -> dict:
     from torch.distributed.fsdp import fully_shard
 
-    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
     torch.manual_seed(0)
     model = _model().to("mydev")
     fully_shard(model[0])
@@ -222,53 +182,17 @@ def _fsdp2(rank: int, init: str, out_dir: str) -> None:
     # functional collectives, which find the C++ backend of the group for mydev.
     shards = [p.to_local() for p in model.parameters()]
     full = [p.full_tensor() for p in model.parameters()]
-    torch.save(
-        {
-            "shards": [s.detach().cpu() for s in shards],
-            "full": [f.detach().cpu() for f in full],
-            "on": {s.device.type for s in shards + full}
-            | {p.grad.to_local().device.type for p in model.parameters()},
-        },
-        f"{out_dir}/fsdp{rank}.pt",
-    )
-    dist.destroy_process_group()
+    return {
+        "shards": [s.detach().cpu() for s in shards],
+        "full": [f.detach().cpu() for f in full],
+        "on": {s.device.type for s in shards + full}
+        | {p.grad.to_local().device.type for p in model.parameters()},
+    }
 
 
-def _model() -> torch.nn.Sequential:
-    return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
-
-
-def _one_process() -> torch.nn.Sequential:
-    """The truth: two SGD steps in one process on the whole batch, on CPU."""
-    torch.manual_seed(0)
-    model = _model()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    batch, target = _data()
-    for _ in range(2):
-        loss = torch.nn.functional.mse_loss(model(batch), target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model
-
-
-def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(tmp_path):
-    _spawn(_fsdp2, str(tmp_path))
-    seen = [torch.load(tmp_path / f"fsdp{rank}.pt") for rank in range(WORLD)]
-    assert all(s["on"] == {"mydev"} for s in seen)
-    model = _one_process()
-    for i, expected in enumerate(model.parameters()):
-        full = torch.cat([s["shards"][i] for s in seen])
-        assert seen[0]["shards"][i].shape[0] < expected.shape[0]  # really sharded
-        torch.testing.assert_close(full, expected.detach(), rtol=1e-6, atol=1e-6)
-        for s in seen:
-            assert torch.equal(s["full"][i], full)
-
-
-def _fsdp1(rank: int, init: str, out_dir: str, where: str) -> None:
+def _fsdp1(rank: int, where: str) -> dict:
     from torch.distributed.fsdp import FullyShardedDataParallel
 
-    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
     torch.manual_seed(0)
     # "cpu": FSDP1 moves the model itself, with param.data = param.to(device): that needs
     # _has_compatible_shallow_copy_type to say yes for a CPU parameter taking mydev data
@@ -286,30 +210,16 @@ def _fsdp1(rank: int, init: str, out_dir: str, where: str) -> None:
     with FullyShardedDataParallel.summon_full_params(fsdp):
         params = [p.detach().cpu() for p in fsdp.parameters()]
         on = {p.device.type for p in fsdp.parameters()}
-    torch.save({"params": params, "on": on}, f"{out_dir}/fsdp1_{rank}.pt")
-    dist.destroy_process_group()
+    return {"params": params, "on": on}
 
 
-@pytest.mark.parametrize("where", ["mydev", "cpu"], ids=["model-on-mydev", "model-on-cpu"])
-def test_fsdp1_matches_one_process_on_the_whole_batch(tmp_path, where):
-    _spawn(_fsdp1, str(tmp_path), where)
-    model = _one_process()
-    for rank in range(WORLD):
-        seen = torch.load(tmp_path / f"fsdp1_{rank}.pt")
-        assert seen["on"] == {"mydev"}
-        for got, expected in zip(seen["params"], model.parameters(), strict=True):
-            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
-
-
-def _functional(rank: int, init: str, out_dir: str) -> None:
+def _functional(rank: int, cpu_group: dist.ProcessGroup) -> dict:
     """Functional collectives, ``_coalescing_manager(device=)``, Work results and futures on
     mydev; each with the same call on CPU tensors through gloo as the truth."""
     import torch.distributed._functional_collectives as fc
 
-    dist.init_process_group(init_method=init, rank=rank, world_size=WORLD)
-    cpu_group = dist.new_group(backend="gloo")
     mydev_group = dist.group.WORLD
-    seen: dict[str, tuple[list, list]] = {}
+    seen: dict[str, list] = {}
 
     def run(device, group):
         base = (torch.arange(8.0) * (rank + 1)).to(device)
@@ -341,19 +251,166 @@ def _functional(rank: int, init: str, out_dir: str) -> None:
         "cpu": ("cpu", cpu_group),
     }.items():
         seen[name] = [(t.device.type, t.cpu()) for t in run(device, group)]
-    torch.save(seen, f"{out_dir}/functional{rank}.pt")
+    return seen
+
+
+# Run in this order, each by both ranks in one process group (made with no backend named:
+# init_process_group picks mydev's), with a gloo group of the same ranks for CPU truths.
+_SCENARIOS = {
+    "collectives": _collectives,
+    "functional": _functional,
+    "ddp": _ddp,
+    "fsdp2": _fsdp2,
+    "fsdp1-model-on-mydev": lambda rank, cpu_group: _fsdp1(rank, "mydev"),
+    "fsdp1-model-on-cpu": lambda rank, cpu_group: _fsdp1(rank, "cpu"),
+}
+
+
+def _world(rank: int, init: str, out_dir: str) -> None:
+    """One rank: every scenario in order, each result saved as ``<name><rank>.pt``; a
+    scenario that raises saves ``{"error": traceback}`` and ends this rank."""
+    # A timeout, so a rank whose partner died fails instead of waiting for ever.
+    dist.init_process_group(
+        init_method=init, rank=rank, world_size=WORLD, timeout=timedelta(seconds=120)
+    )
+    cpu_group = dist.new_group(backend="gloo")
+    for name, scenario in _SCENARIOS.items():
+        try:
+            result = scenario(rank, cpu_group)
+        except BaseException:
+            torch.save({"error": traceback.format_exc()}, f"{out_dir}/{name}{rank}.pt")
+            raise
+        dist.barrier()
+        gc.collect()  # a module with hooks is a cycle: its parameters die on a collection
+        result["memory_after"] = (torch.mydev.memory_allocated(), _live_mydev_bytes())
+        torch.save(result, f"{out_dir}/{name}{rank}.pt")
     dist.destroy_process_group()
 
 
-def test_functional_collectives_and_coalescing_equal_gloo_on_cpu(tmp_path):
-    _spawn(_functional, str(tmp_path))
+def _live_mydev_bytes() -> int:
+    """The bytes of every storage that a live mydev tensor (one the collector tracks) owns."""
+    storages = {}
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, torch.Tensor) and o.device.type == "mydev":
+                storages[o.untyped_storage().data_ptr()] = o.untyped_storage().nbytes()
+        except ReferenceError:  # a weakref proxy whose object is gone
+            pass
+    return sum(storages.values())
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> str:
+    """The directory of every scenario's results, after one spawn of the whole world."""
+    out_dir = tmp_path_factory.mktemp("world")
+    # A rank that raised or died: the tests of the scenarios it never finished say so.
+    with tempfile.NamedTemporaryFile() as f, contextlib.suppress(ProcessException):
+        mp.spawn(_world, args=(f"file://{f.name}.init", str(out_dir)), nprocs=WORLD)
+    return str(out_dir)
+
+
+def _results(world: str, name: str) -> list[dict]:
+    """Each rank's result of scenario ``name``; fails with the error of the scenario that
+    ended the world, if any did before this one gave a result."""
+    seen = []
     for rank in range(WORLD):
-        seen = torch.load(tmp_path / f"functional{rank}.pt")
+        path = f"{world}/{name}{rank}.pt"
+        try:
+            result = torch.load(path)
+        except FileNotFoundError:
+            errors = [torch.load(p).get("error") for p in sorted(Path(world).glob("*.pt"))]
+            errors = [e for e in errors if e is not None]
+            pytest.fail(f"scenario {name} never ran on rank {rank}; the world ended: {errors}")
+        assert "error" not in result, result["error"]
+        seen.append(result)
+    return seen
+
+
+def test_collectives_equal_gloo_on_cpu_and_stay_on_mydev(world):
+    for seen in _results(world, "collectives"):
+        backend = seen.pop("backend")  # init_process_group() with no backend picks ours
+        assert f"mydev:{BACKEND}" in backend, backend
+        seen.pop("memory_after")
+        for name, (mydev, cpu) in seen.items():
+            assert len(mydev) == len(cpu), name
+            for (device, value), (cpu_device, expected) in zip(mydev, cpu, strict=True):
+                assert (device, cpu_device) == ("mydev", "cpu"), name
+                assert value.dtype == expected.dtype, name
+                assert torch.equal(value, expected), (name, value, expected)
+
+
+def _data() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(8, 6, generator=g), torch.randn(8, 2, generator=g)
+
+
+def _model() -> torch.nn.Sequential:
+    return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+
+
+def _one_process() -> torch.nn.Sequential:
+    """The truth: two SGD steps in one process on the whole batch, on CPU."""
+    torch.manual_seed(0)
+    model = _model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch, target = _data()
+    for _ in range(2):
+        loss = torch.nn.functional.mse_loss(model(batch), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def test_ddp_matches_one_process_on_the_whole_batch(world):
+    model = _one_process()
+    for seen in _results(world, "ddp"):
+        assert seen["grads_on"] == {"mydev"}
+        for got, expected in zip(seen["params"], model.parameters(), strict=True):
+            # DDP averages two half-batch means; one process takes one mean: same up to
+            # float32 rounding in the reduction order.
+            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_fsdp2_fully_shard_matches_one_process_on_the_whole_batch(world):
+    seen = _results(world, "fsdp2")
+    assert all(s["on"] == {"mydev"} for s in seen)
+    model = _one_process()
+    for i, expected in enumerate(model.parameters()):
+        full = torch.cat([s["shards"][i] for s in seen])
+        assert seen[0]["shards"][i].shape[0] < expected.shape[0]  # really sharded
+        torch.testing.assert_close(full, expected.detach(), rtol=1e-6, atol=1e-6)
+        for s in seen:
+            assert torch.equal(s["full"][i], full)
+
+
+@pytest.mark.parametrize("where", ["mydev", "cpu"], ids=["model-on-mydev", "model-on-cpu"])
+def test_fsdp1_matches_one_process_on_the_whole_batch(world, where):
+    model = _one_process()
+    for seen in _results(world, f"fsdp1-model-on-{where}"):
+        assert seen["on"] == {"mydev"}
+        for got, expected in zip(seen["params"], model.parameters(), strict=True):
+            torch.testing.assert_close(got, expected.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_functional_collectives_and_coalescing_equal_gloo_on_cpu(world):
+    for seen in _results(world, "functional"):
         assert len(seen["mydev"]) == len(seen["cpu"]) == 11
         for (device, value), (_, expected) in zip(seen["mydev"], seen["cpu"], strict=True):
             assert device == "mydev"
             assert value.dtype == expected.dtype and value.stride() == expected.stride()
             assert torch.equal(value, expected), (value, expected)
+
+
+def test_every_scenario_gives_its_memory_back(world):
+    """After each scenario, the mydev memory held is exactly what live tensors own: the
+    backend and the collectives leave nothing behind. All but FSDP1 leave no tensor alive;
+    FSDP1 keeps its FlatParameter alive after the model dies, on CPU as well (its
+    AccumulateGrad hooks), so its bytes stay until the process ends."""
+    for name in _SCENARIOS:
+        for held, live in (seen["memory_after"] for seen in _results(world, name)):
+            assert held == live, (name, held, live)
+            assert live == 0 or name.startswith("fsdp1"), (name, live)
 
 
 def test_the_backend_is_registered_for_mydev():
