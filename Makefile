@@ -56,8 +56,11 @@ demo: $(BUILT)
 # Not -q: pytest's header names the torch under test and the torch the stub was built for;
 # the slowest 15 tests are listed at the end. One worker per core (pytest-xdist), a test
 # file to a worker: most of a cold run is numba compiling, one core a worker.
+# PYTHONDONTWRITEBYTECODE emptied for the suite: each worker would otherwise compile our
+# sources and rewrite every test module's asserts again (pytest keeps its rewritten
+# modules as bytecode): 4 s a worker, and our sources in each of the suite's subprocesses.
 test: $(BUILT)
-	$(PY) -m pytest -n auto --dist loadfile --durations=15
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n auto --dist loadfile --durations=15
 
 lint: $(DEPS)
 	$(VENV)/bin/ruff check .
