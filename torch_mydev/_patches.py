@@ -6,9 +6,26 @@ attribute still exists and that the original still behaves as the patch assumes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from torch_mydev._names import DEVICE
+
+
+def _replace(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
+    """Set ``owner.<name>`` to ``make(original)``, once. The replacement is marked
+    ``_mydev_patched``, keeps ``_mydev_original`` (what the tests read to check that the
+    original still behaves as the patch assumes) and the original's docstring; a second call
+    leaves the patched attribute as it is."""
+    original = getattr(owner, name)
+    if getattr(original, "_mydev_patched", False):
+        return
+    replacement = make(original)
+    replacement._mydev_patched = True  # type: ignore[attr-defined]
+    replacement._mydev_original = original  # type: ignore[attr-defined]
+    replacement.__doc__ = original.__doc__
+    setattr(owner, name, replacement)
+
 
 # ---- inductor (torch.compile): mydev runs inductor's CPU C++ backend -------------------------
 
@@ -23,17 +40,14 @@ def patch_scheduler_node_is_cpu() -> None:
     """
     from torch._inductor import scheduler
 
-    original = scheduler.BaseSchedulerNode.is_cpu
-    if getattr(original, "_mydev_patched", False):
-        return
+    def make(original: Any) -> Callable:
+        def is_cpu(self: Any) -> bool:
+            device = self.get_device()
+            return device is not None and device.type in ("cpu", DEVICE)
 
-    def is_cpu(self: Any) -> bool:
-        device = self.get_device()
-        return device is not None and device.type in ("cpu", DEVICE)
+        return is_cpu
 
-    is_cpu._mydev_patched = True  # type: ignore[attr-defined]
-    is_cpu._mydev_original = original  # type: ignore[attr-defined]
-    scheduler.BaseSchedulerNode.is_cpu = is_cpu
+    _replace(scheduler.BaseSchedulerNode, "is_cpu", make)
 
 
 def patch_ir_is_cpu() -> None:
@@ -46,16 +60,13 @@ def patch_ir_is_cpu() -> None:
     """
     from torch._inductor import ir
 
-    original = ir.is_cpu
-    if getattr(original, "_mydev_patched", False):
-        return
+    def make(original: Any) -> Callable:
+        def is_cpu(x: Any) -> bool:
+            return ir.get_device_type(x) in ("cpu", DEVICE)
 
-    def is_cpu(x: Any) -> bool:
-        return ir.get_device_type(x) in ("cpu", DEVICE)
+        return is_cpu
 
-    is_cpu._mydev_patched = True  # type: ignore[attr-defined]
-    is_cpu._mydev_original = original  # type: ignore[attr-defined]
-    ir.is_cpu = is_cpu
+    _replace(ir, "is_cpu", make)
 
 
 def patch_cpp_device_to_aten() -> None:
@@ -93,20 +104,16 @@ def patch_tensor_dlpack_device() -> None:
     import torch
     from torch.utils.dlpack import DLDeviceType
 
-    original = torch.Tensor.__dlpack_device__
-    if getattr(original, "_mydev_patched", False):
-        return
+    def make(original: Any) -> Callable:
+        def __dlpack_device__(self: torch.Tensor) -> tuple[Any, int]:
+            device = self.device
+            if device.type == DEVICE and not torch.overrides.has_torch_function_unary(self):
+                return (DLDeviceType.kDLExtDev, device.index if device.index is not None else 0)
+            return original(self)
 
-    def __dlpack_device__(self: torch.Tensor) -> tuple[Any, int]:
-        device = self.device
-        if device.type == DEVICE and not torch.overrides.has_torch_function_unary(self):
-            return (DLDeviceType.kDLExtDev, device.index if device.index is not None else 0)
-        return original(self)
+        return __dlpack_device__
 
-    __dlpack_device__._mydev_patched = True  # type: ignore[attr-defined]
-    __dlpack_device__._mydev_original = original  # type: ignore[attr-defined]
-    __dlpack_device__.__doc__ = original.__doc__
-    torch.Tensor.__dlpack_device__ = __dlpack_device__  # type: ignore[method-assign]
+    _replace(torch.Tensor, "__dlpack_device__", make)
 
 
 # ---- backend metadata (csrc_stub/backend_meta.cpp) through deepcopy and fake tensors -------
@@ -136,21 +143,17 @@ def patch_deepcopy_backend_meta() -> None:
     """
     import torch
 
-    for cls in (torch.Tensor, torch.nn.Parameter):
-        original = cls.__dict__["__deepcopy__"]
-        if getattr(original, "_mydev_patched", False):
-            continue
-
-        def __deepcopy__(self: Any, memo: dict, original: Any = original) -> Any:
+    def make(original: Any) -> Callable:
+        def __deepcopy__(self: Any, memo: dict) -> Any:
             result = original(self, memo)
             if isinstance(result, torch.Tensor):
                 copy_backend_meta(self, result)
             return result
 
-        __deepcopy__._mydev_patched = True  # type: ignore[attr-defined]
-        __deepcopy__._mydev_original = original  # type: ignore[attr-defined]
-        __deepcopy__.__doc__ = original.__doc__
-        cls.__deepcopy__ = __deepcopy__  # type: ignore[method-assign]
+        return __deepcopy__
+
+    for cls in (torch.Tensor, torch.nn.Parameter):  # each defines its own __deepcopy__
+        _replace(cls, "__deepcopy__", make)
 
 
 def patch_fake_tensor_backend_meta() -> None:
@@ -165,20 +168,16 @@ def patch_fake_tensor_backend_meta() -> None:
     from torch._subclasses.fake_tensor import FakeTensorConverter
     from torch._subclasses.functional_tensor import FunctionalTensor
 
-    original = FakeTensorConverter.from_real_tensor
-    if getattr(original, "_mydev_patched", False):
-        return
+    def make(original: Any) -> Callable:
+        def from_real_tensor(self: Any, fake_mode: Any, t: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(self, fake_mode, t, *args, **kwargs)
+            functional = isinstance(t, FunctionalTensor)
+            copy_backend_meta(torch._from_functional_tensor(t.elem) if functional else t, out)
+            return out
 
-    def from_real_tensor(self: Any, fake_mode: Any, t: Any, *args: Any, **kwargs: Any) -> Any:
-        out = original(self, fake_mode, t, *args, **kwargs)
-        inner = torch._from_functional_tensor(t.elem) if isinstance(t, FunctionalTensor) else t
-        copy_backend_meta(inner, out)
-        return out
+        return from_real_tensor
 
-    from_real_tensor._mydev_patched = True  # type: ignore[attr-defined]
-    from_real_tensor._mydev_original = original  # type: ignore[attr-defined]
-    from_real_tensor.__doc__ = original.__doc__
-    FakeTensorConverter.from_real_tensor = from_real_tensor  # type: ignore[method-assign]
+    _replace(FakeTensorConverter, "from_real_tensor", make)
 
 
 def apply_runtime() -> None:
@@ -212,22 +211,19 @@ def patch_default_backend_type() -> None:
 
     if hasattr(c10d, "_get_default_backend_type_for_backend_config"):
         return
-    original = c10d._new_process_group_helper
-    if getattr(original, "_mydev_patched", False):
-        return
 
-    def _new_process_group_helper(*args: Any, **kwargs: Any) -> Any:
-        pg, store = original(*args, **kwargs)
-        backend = kwargs["backend"] if "backend" in kwargs else args[3]
-        if (
-            isinstance(pg, c10d.ProcessGroup)
-            and str(backend) == c10d.Backend.UNDEFINED
-            and c10d.BackendConfig(backend).get_device_backend_map().get(DEVICE) is not None
-        ):
-            pg._set_default_backend(c10d.ProcessGroup.BackendType.CUSTOM)
-        return pg, store
+    def make(original: Any) -> Callable:
+        def _new_process_group_helper(*args: Any, **kwargs: Any) -> Any:
+            pg, store = original(*args, **kwargs)
+            backend = kwargs["backend"] if "backend" in kwargs else args[3]
+            if (
+                isinstance(pg, c10d.ProcessGroup)
+                and str(backend) == c10d.Backend.UNDEFINED
+                and c10d.BackendConfig(backend).get_device_backend_map().get(DEVICE) is not None
+            ):
+                pg._set_default_backend(c10d.ProcessGroup.BackendType.CUSTOM)
+            return pg, store
 
-    _new_process_group_helper._mydev_patched = True  # type: ignore[attr-defined]
-    _new_process_group_helper._mydev_original = original  # type: ignore[attr-defined]
-    _new_process_group_helper.__doc__ = original.__doc__
-    c10d._new_process_group_helper = _new_process_group_helper
+        return _new_process_group_helper
+
+    _replace(c10d, "_new_process_group_helper", make)
