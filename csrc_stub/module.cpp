@@ -223,6 +223,8 @@ PyMethodDef kFastMethods[] = {
 void init_c10d(pybind11::module& m);
 // replay.cpp: _signature, _replay, _replay_copy and the replay record's field names.
 void init_replay(pybind11::module& m);
+// fallback.cpp: the CPU fallback's plain calls in C++ (_fallback_install, ...).
+void init_fallback(pybind11::module& m);
 
 } // namespace mydev
 
@@ -234,6 +236,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   PyModule_AddFunctions(m.ptr(), mydev::kFastMethods);
   mydev::init_c10d(m);
   mydev::init_replay(m);
+  mydev::init_fallback(m);
   // The torch release whose headers and libraries this stub was built against.
   m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;

@@ -8,6 +8,7 @@
 #include "backend_meta.cpp"
 #include "c10d_backend.cpp"
 #include "device.cpp"
+#include "fallback.cpp"
 #include "factories.cpp"
 #include "guard.cpp"
 #include "hooks.cpp"

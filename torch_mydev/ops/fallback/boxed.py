@@ -30,7 +30,9 @@ through the same machinery. This mirrors the CPU fallback of PyTorch's OpenReg b
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import types
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -68,8 +70,25 @@ COPY_ENV = "TORCH_MYDEV_FALLBACK_COPY"
 _MISSING = fs.MISSING
 
 # The zero-copy path; False (or TORCH_MYDEV_FALLBACK_COPY=1 at import) copies every mydev
-# argument to CPU and back, the old way: for benchmarking and debugging only.
+# argument to CPU and back, the old way: for benchmarking and debugging only. Set it as an
+# attribute of this module (``fallback.zero_copy = False``): the stub's C++ path reads it too.
 zero_copy: bool = os.environ.get(COPY_ENV) != "1"
+
+
+class _Module(types.ModuleType):
+    """This module's type: assigning ``zero_copy`` tells the stub's C++ path as well."""
+
+    @property
+    def zero_copy(self) -> bool:
+        return self.__dict__["zero_copy"]
+
+    @zero_copy.setter
+    def zero_copy(self, value: bool) -> None:
+        self.__dict__["zero_copy"] = value
+        _C._fallback_zero_copy(bool(value))
+
+
+sys.modules[__name__].__class__ = _Module
 
 
 class FallbackWarning(UserWarning):
@@ -94,10 +113,12 @@ _lock = threading.Lock()
 def fallback_stats() -> dict[str, int]:
     """How many times each op ran on CPU since start or ``reset_fallback_stats``.
 
-    Keys are qualified overload names as in ``op_name`` (``"aten::sin.out"``), sorted.
+    Keys are qualified overload names as in ``op_name`` (``"aten::sin.out"``), sorted: the
+    calls Python ran and those the stub's C++ path ran (``csrc_stub/fallback.cpp``).
     """
     with _lock:
-        return dict(sorted(_stats.items()))
+        counts = _stats + Counter(_C._fallback_counts())
+        return dict(sorted(counts.items()))
 
 
 def reset_fallback_stats() -> None:
@@ -105,6 +126,7 @@ def reset_fallback_stats() -> None:
     with _lock:
         _stats.clear()
         _warned.clear()
+        _C._fallback_reset_counts()
 
 
 def record_call(name: str) -> None:
@@ -463,6 +485,33 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
     return kernel
 
 
+def fast_path_facts(op: torch._ops.OpOverload) -> tuple[str, tuple[bool, ...]] | None:
+    """What the stub's C++ path (``csrc_stub/fallback.cpp``) needs to run ``op``'s plain
+    calls: the name it is counted under and which arguments it writes; None when every call
+    must run here in Python: a view op, a random op (its generator), an op whose CPU
+    arguments are allowed (``fallback.devices.CPU_ALLOWED``), one that runs another CPU
+    kernel (``fallback.rnn``), or an op outside ``aten``."""
+    op_info = fs.info(op)
+    if (
+        op_info.is_view
+        or op_info.random
+        or op_info.name in fd.CPU_ALLOWED
+        or op_info.cpu_kernel is not op
+        or op.namespace != "aten"
+    ):
+        return None
+    return op_info.name, op_info.written
+
+
+def _to_mydev(t: torch.Tensor, index: int) -> torch.Tensor:
+    return fc.to_mydev(t, torch.device(DEVICE, index))
+
+
+# Python's kernels run on this backend key, which no tensor carries: the stub's C++ kernels
+# on PrivateUse1 run plain calls themselves and redispatch the others here.
+PYTHON_KEY = "PrivateUse3"
+
+
 def register() -> None:
     """Register the boxed fallback, the ``EXPLICIT`` kernels, the ``cpu_kernel_ops``, the
     structured functional ops (``fallback.structured``) and the attention kernels of
@@ -470,7 +519,9 @@ def register() -> None:
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
-    boxed.fallback(cpu_fallback, "PrivateUse1")
+    boxed.fallback(cpu_fallback, PYTHON_KEY)
+    _C._fallback_install(fast_path_facts, _to_mydev, fc.write_back)
+    _C._fallback_zero_copy(zero_copy)
     explicit = torch.library.Library("aten", "IMPL")
     for op, fn in EXPLICIT.items():
         explicit.impl(op, fn, "PrivateUse1")
@@ -479,14 +530,16 @@ def register() -> None:
         _overload(name) for name in (*FUNCTIONAL_ON_CPU, *META_WARNS_ON_CPU, *FAST_FUNCTIONAL)
     )
     for op in CPU_KERNEL_OPS:
-        explicit.impl(op_name(op).removeprefix("aten::"), _boxed(op), "PrivateUse1")
+        name = op_name(op).removeprefix("aten::")
+        explicit.impl(name, _boxed(op), PYTHON_KEY)
+        _C._fallback_kernel(name)
     # structured functional ops: CPU's layout for non-dense inputs (fallback_structured)
     STRUCTURED_OPS[:] = fst.structured_functional_ops(
         _structured, {op_name(op) for op in CPU_KERNEL_OPS}
     )
     for op in STRUCTURED_OPS:
-        explicit.impl(
-            op_name(op).removeprefix("aten::"), fst.kernel_for(op, run_on_cpu), "PrivateUse1"
-        )
+        name = op_name(op).removeprefix("aten::")
+        explicit.impl(name, fst.kernel_for(op, run_on_cpu), PYTHON_KEY)
+        _C._structured_kernel(name)
     fallback_sdpa.register(explicit)
     _libraries.extend((boxed, explicit))
