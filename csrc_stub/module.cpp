@@ -225,6 +225,8 @@ void init_c10d(pybind11::module& m);
 void init_replay(pybind11::module& m);
 // fallback.cpp: the CPU fallback's plain calls in C++ (_fallback_install, ...).
 void init_fallback(pybind11::module& m);
+// native_replay.cpp: recorded elementwise calls replayed before Python (_native_replay_*).
+void init_native_replay(pybind11::module& m);
 
 } // namespace mydev
 
@@ -237,6 +239,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   mydev::init_c10d(m);
   mydev::init_replay(m);
   mydev::init_fallback(m);
+  mydev::init_native_replay(m);
   // The torch release whose headers and libraries this stub was built against.
   m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;

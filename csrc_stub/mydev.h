@@ -8,6 +8,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <string>
@@ -116,5 +117,20 @@ void drop_held_alias_now();
 // a block of CPU's allocator that nothing else holds (alias.cpp); else an undefined tensor.
 // On success `tensor` is left with an empty storage.
 at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index);
+
+// --- the replay key (replay.cpp) --------------------------------------------------------
+// Flags of a layout key's tensors: a lazy conjugate or negative bit, a copy-on-write storage.
+constexpr int64_t kFlagConj = 1;
+constexpr int64_t kFlagNeg = 2;
+constexpr int64_t kFlagCow = 4;
+using LayoutKey = c10::SmallVector<int64_t, 64>;
+// The words of `_signature`'s key of host strided tensors with storage `tensors[0..n)`
+// (`words`: the sum of 2 + 2 * dim), their lazy bits ORed into `flags_any`.
+void layout_key(
+    const at::Tensor* const* tensors,
+    size_t n,
+    size_t words,
+    LayoutKey& key,
+    int64_t& flags_any);
 
 } // namespace mydev

@@ -63,12 +63,45 @@ using Loop = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
 // through const access, so reading them materialises nothing. None when any argument is not
 // a strided tensor with storage in host memory (CPU or mydev): the caller then takes its
 // general path, which raises the right error. Reads metadata only: no layout rule lives here.
-constexpr int64_t kFlagConj = 1;
-constexpr int64_t kFlagNeg = 2;
-constexpr int64_t kFlagCow = 4;
 
 constexpr Py_ssize_t kMaxTensors = 8;
-using LayoutKey = c10::SmallVector<int64_t, 64>;
+
+} // namespace
+
+void layout_key(
+    const at::Tensor* const* tensors,
+    size_t n,
+    size_t words,
+    c10::SmallVector<int64_t, 64>& key,
+    int64_t& flags_any) {
+  key.resize(words);
+  size_t w = 0;
+  flags_any = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& t = *tensors[i];
+    const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
+    flags_any |= flags;
+    if (c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
+      flags_any |= kFlagCow;
+    }
+    // 0 on CPU, 1 + the index on mydev.
+    const int64_t device =
+        t.device().type() == kDeviceType ? 1 + static_cast<int64_t>(t.device().index()) : 0;
+    // One word of ndim, dtype, device and flags, one of 0 (room for later facts), then sizes
+    // and strides.
+    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (device << 32) |
+        (flags << 48);
+    key[w++] = 0;
+    for (const int64_t size : t.sizes()) {
+      key[w++] = size;
+    }
+    for (const int64_t stride : t.strides()) {
+      key[w++] = stride;
+    }
+  }
+}
+
+namespace {
 
 // Reads the tensors `args[0..n)` into `tensors` and their layout key into `key` (the
 // `signature` bytes, as int64 words), OR-ing their lazy bits into `flags_any`. False when a
@@ -100,31 +133,7 @@ bool read_layouts(
     tensors[i] = &t;
     words += 2 + 2 * static_cast<size_t>(t.dim());
   }
-  key.resize(words);
-  size_t w = 0;
-  flags_any = 0;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const at::Tensor& t = *tensors[i];
-    const int64_t flags = (t.is_conj() ? kFlagConj : 0) | (t.is_neg() ? kFlagNeg : 0);
-    flags_any |= flags;
-    if (c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
-      flags_any |= kFlagCow;
-    }
-    // 0 on CPU, 1 + the index on mydev.
-    const int64_t device =
-        t.device().type() == kDeviceType ? 1 + static_cast<int64_t>(t.device().index()) : 0;
-    // One word of ndim, dtype, device and flags, one of 0 (room for later facts), then sizes
-    // and strides.
-    key[w++] = t.dim() | (static_cast<int64_t>(t.scalar_type()) << 16) | (device << 32) |
-        (flags << 48);
-    key[w++] = 0;
-    for (const int64_t size : t.sizes()) {
-      key[w++] = size;
-    }
-    for (const int64_t stride : t.strides()) {
-      key[w++] = stride;
-    }
-  }
+  layout_key(tensors, static_cast<size_t>(n), words, key, flags_any);
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include "hooks.cpp"
 #include "lazy_init.cpp"
 #include "module.cpp"
+#include "native_replay.cpp"
 #include "pinned.cpp"
 #include "profiler.cpp"
 #include "replay.cpp"

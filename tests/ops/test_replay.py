@@ -13,7 +13,9 @@ import torch
 from tests.support.tensors import same_bits
 from torch_mydev import _C
 from torch_mydev.ops import replay
+from torch_mydev.ops.elementwise import aten as elementwise_aten
 from torch_mydev.ops.elementwise import entries as elementwise_entries
+from torch_mydev.ops.elementwise import relu as elementwise_relu
 
 
 def _python_path_forbidden(monkeypatch):
@@ -102,6 +104,47 @@ def test_steps_aside_for_what_it_cannot_check(monkeypatch) -> None:
     assert replay.replay(table, view, b) is None
     with pytest.raises((IndexError, RuntimeError)):
         view + b  # the Python path refuses to read past the storage
+
+
+def test_the_stub_replays_before_any_python_kernel(monkeypatch) -> None:
+    """A recorded call of a ``replay.NATIVE`` overload never reaches its Python kernel (on
+    PrivateUse3, csrc_stub/native_replay.cpp); any other call does."""
+    replay.clear()
+    x = torch.randn(4, 5).to("mydev")
+    y = torch.randn(4, 5).to("mydev").t().contiguous().t()
+    calls = {
+        "add": lambda: x + y,
+        "sub": lambda: x - y,
+        "mul": lambda: x * y,
+        "ge": lambda: x >= y,
+        "neg": lambda: -x,
+        "abs": lambda: x.abs(),
+        "relu": lambda: x.relu(),
+    }
+    expected = {name: call() for name, call in calls.items()}
+    for call in calls.values():
+        call()  # the second call records
+    assert {name: _C._native_replay_size(name) for name in calls} == dict.fromkeys(calls, 1)
+
+    kernels = []
+
+    def spy(table, *args):
+        kernels.append(table)
+        return None
+
+    monkeypatch.setattr(elementwise_aten, "_replay", spy)
+    monkeypatch.setattr(replay, "replay", spy)
+    monkeypatch.setattr(elementwise_relu, "replay", replay)
+    for name, call in calls.items():
+        assert same_bits(call().cpu(), expected[name].cpu()), name
+    assert kernels == []  # no Python kernel ran
+    assert same_bits(torch.add(x, y, alpha=2).cpu(), torch.add(x.cpu(), y.cpu(), alpha=2))
+    x + 1.5  # a wrapped Python number: Python's kernel, which tries its replay
+    assert len(kernels) == 1
+    x + y[:1]  # an unrecorded layout (broadcast)
+    assert len(kernels) == 2
+    replay.clear()
+    assert _C._native_replay_size("add") == 0
 
 
 def test_output_on_the_operands_device_and_tables_bounded(monkeypatch) -> None:

@@ -27,6 +27,7 @@ from torch_mydev.kernels.jit.compiler import NotCompiled
 
 __all__ = [
     "COPY",
+    "NATIVE",
     "NEW_COPY",
     "TABLES",
     "TABLE_SIZE",
@@ -52,6 +53,20 @@ TABLES["relu"] = {}
 # copy_: {signature of (dst, src): record}; clone: memory format -> {signature of src: record}
 COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
+_TABLE_NAMES = {id(table): name for name, table in TABLES.items()}
+
+# The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
+# (table, tensor operands, whether an ``alpha`` argument must be 1). Their Python kernels are
+# registered for PrivateUse3, where the stub's kernel sends every call it does not replay.
+NATIVE: dict[str, tuple[str, int, bool]] = {
+    "add.Tensor": ("add", 2, True),
+    "sub.Tensor": ("sub", 2, True),
+    "mul.Tensor": ("mul", 2, False),
+    **{f"{name}.Tensor": (name, 2, False) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "neg": ("neg", 1, False),
+    "abs": ("abs", 1, False),
+    "relu": ("relu", 1, False),
+}
 
 
 def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
@@ -85,6 +100,20 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
         *_, meta, strides, shape = args
         params = loops.pack(meta, strides, shape)
     extents = entry.extents
+    name = _TABLE_NAMES.get(id(table))
+    if name is not None:
+        _C._native_replay_put(
+            name,
+            key,
+            entry.sizes,
+            entry.strides,
+            entry.dtype,
+            entry.device,
+            address,
+            params.tobytes(),
+            extents[1],
+            extents[2] if len(extents) > 2 else 0,
+        )
     _put(
         table,
         key,
@@ -157,3 +186,4 @@ def clear() -> None:
     """Forget every record (the tests' way to start from the Python path)."""
     for table in (*TABLES.values(), COPY, *NEW_COPY.values()):
         table.clear()
+    _C._native_replay_clear()
