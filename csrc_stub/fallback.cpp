@@ -332,29 +332,31 @@ bool run_plain(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   facts.calls.fetch_add(1, std::memory_order_relaxed);
-  std::vector<c10::IValue> originals(args.begin(), args.end());
-  torch::jit::drop(*stack, n);
   Moved moved;
+  c10::SmallVector<c10::IValue, 4> results;
   for (size_t r = 0; r < cpu.size(); ++r) {
     const int alias = r < facts.return_alias.size() ? facts.return_alias[r] : -1;
     if (alias >= 0) {
-      stack->push_back(originals[static_cast<size_t>(alias)]);
+      results.push_back(args[static_cast<size_t>(alias)]);
       continue;
     }
     c10::IValue value = std::move(cpu[r]);
     if (value.isTensor()) {
-      at::Tensor t = std::move(value).toTensor();
-      stack->emplace_back(to_mydev(std::move(t), call, moved));
+      results.emplace_back(to_mydev(std::move(value).toTensor(), call, moved));
     } else if (value.isTensorList()) {
       std::vector<at::Tensor> items = std::move(value).toTensorList().vec();
       c10::List<at::Tensor> list;
       for (at::Tensor& t : items) {
         list.push_back(to_mydev(std::move(t), call, moved));
       }
-      stack->emplace_back(std::move(list));
+      results.emplace_back(std::move(list));
     } else {
-      stack->push_back(std::move(value));
+      results.push_back(std::move(value));
     }
+  }
+  torch::jit::drop(*stack, n);
+  for (c10::IValue& value : results) {
+    stack->push_back(std::move(value));
   }
   return true;
 }

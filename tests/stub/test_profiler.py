@@ -35,7 +35,9 @@ def test_legacy_profiler_with_mydev_device(capfd):
     events = prof.function_events
     _check_times(events)
     adds = [e for e in events if e.name == "aten::add"]
-    assert adds and all(len(e.kernels) == 1 for e in adds)
+    # one device interval per op at most; torch keeps it only when its duration is positive,
+    # and an op of about a microsecond (a replayed add, an empty) sometimes measures 0 here
+    assert adds and all(len(e.kernels) <= 1 for e in adds) and any(e.kernels for e in adds)
     # each op's mydev time is measured by the stubs' events: host time between enter and exit
     assert sum(e.device_time_total for e in adds) > 0
     table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=5)

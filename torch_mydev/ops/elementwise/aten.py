@@ -57,7 +57,7 @@ from torch_mydev.ops.elementwise.plan import (
 from torch_mydev.ops.factories import allocate, like_strides
 from torch_mydev.ops.replay import TABLES as _TABLES
 from torch_mydev.ops.replay import replay as _replay
-from torch_mydev_rules.iterator.cache import cached_build
+from torch_mydev_rules.iterator.cache import LRUCache, cached_build
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import Number, number_dtype
 from torch_mydev_rules.iterator.operands import OperandSpec
@@ -230,6 +230,12 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
         return self.fill_(value)
     check_supported("fill_", self.dtype)
     raw = checked_scalar(value, self.dtype)
+    if (
+        self.is_contiguous()
+        and not (self.is_conj() or self.is_neg())
+        and self.numel() < kernels.PARALLEL_MIN_NUMEL
+    ):  # a small fill: mydev's copy from one element, whose per-call path is cheaper
+        return copy_(self, _fill_source(raw, self.dtype, tuple(self.shape)))
     sizes, strides = tuple(self.shape), self.stride()
     config = iterator_config("fill_")
     # fill_out's iterator has only the output; planning self as output and input gives the
@@ -239,6 +245,23 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
     writable(self)
     kernels.fill(kernel_operand(self, plan, 0), raw, plan.coalesced_shape)
     return self
+
+
+_fill_sources: LRUCache[tuple, torch.Tensor] = LRUCache(256)
+
+
+def _fill_source(raw, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    """One CPU element holding ``raw`` (the converted value's bytes), expanded to ``shape``:
+    a contiguous ``self`` is filled by mydev's own copy from it (its per-call path replays a
+    recorded layout pair), bytes equal to the fill loop's, without planning the fill each
+    call. Kept per (dtype, bytes, shape): an optimizer's ``zero_`` of the same buffers."""
+    key = (dtype, raw.tobytes(), shape)
+    source = _fill_sources.peek(key)
+    if source is None:
+        element = torch.frombuffer(bytearray(raw.tobytes()), dtype=torch.uint8).view(dtype)
+        source = element.reshape(()).expand(shape)
+        _fill_sources.put(key, source)
+    return source
 
 
 def zero_(self: torch.Tensor) -> torch.Tensor:
