@@ -27,7 +27,6 @@
 #include <c10/core/impl/COW.h>
 #include <c10/util/SmallVector.h>
 #include <torch/csrc/PyInterpreter.h>
-#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
 
