@@ -413,6 +413,12 @@ torch::Library& aten_library() {
   return *s.libraries[1];
 }
 
+// Registers `Kernel` as the PrivateUse1 kernel of the aten op `name`.
+template <void (*Kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*)>
+void impl_for(const std::string& name) {
+  aten_library().impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<Kernel>());
+}
+
 } // namespace
 
 void init_fallback(pybind11::module& m) {
@@ -437,18 +443,12 @@ void init_fallback(pybind11::module& m) {
       "(fast_path_facts, to_mydev, write_back)");
   m.def(
       "_fallback_kernel",
-      [](const std::string& name) {
-        aten_library().impl(
-            name.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
-      },
+      &impl_for<&fallback_kernel>,
       "Register the C++ fallback as the PrivateUse1 kernel of an aten op (its Python kernel "
       "is on PrivateUse3)");
   m.def(
       "_structured_kernel",
-      [](const std::string& name) {
-        aten_library().impl(
-            name.c_str(), torch::CppFunction::makeFromBoxedFunction<&structured_kernel>());
-      },
+      &impl_for<&structured_kernel>,
       "Register the C++ kernel of a structured functional aten op for PrivateUse1: the "
       "composite for dense tensors, else its Python kernel (on PrivateUse3)");
   m.def("_fallback_zero_copy", [](bool on) { fallback_state().zero_copy.store(on); },
