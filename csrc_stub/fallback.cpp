@@ -35,6 +35,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -53,6 +54,10 @@ struct OpFacts {
   std::vector<uint8_t> written;  // per argument
   std::vector<uint8_t> kwarg_only;  // per argument
   std::vector<int> return_alias;  // per return: the argument it is, or -1
+  // The op whose CPU kernel runs instead (convolution_overrideable: aten::convolution), and
+  // whether its arguments gain `bias_sizes` (convolution_backward_overrideable).
+  std::optional<c10::OperatorHandle> target;
+  bool bias_sizes = false;
   std::atomic<int64_t> calls{0};
 };
 
@@ -70,6 +75,28 @@ struct FallbackState {
 FallbackState& fallback_state() {
   static auto* s = new FallbackState();  // never destroyed: kernels may outlive statics
   return *s;
+}
+
+// "aten::convolution" -> ("aten::convolution", ""); "aten::add.Tensor" -> (.., "Tensor").
+std::pair<std::string, std::string> split_name(const std::string& qualified) {
+  const auto dot = qualified.find('.');
+  if (dot == std::string::npos) {
+    return {qualified, ""};
+  }
+  return {qualified.substr(0, dot), qualified.substr(dot + 1)};
+}
+
+// convolution_backward's `bias_sizes` for a convolution_backward_overrideable call (its
+// arguments: grad_output, input, weight, stride, padding, dilation, transposed,
+// output_padding, groups, output_mask), as boxed.py `convolution_backward_overrideable`
+// makes it: one entry per output channel when the bias's gradient is asked for.
+c10::IValue bias_sizes_of(c10::ArrayRef<c10::IValue> args) {
+  if (!args[9].toBoolList().get(2)) {
+    return c10::IValue();
+  }
+  const at::Tensor& weight = args[2].toTensor();
+  const int64_t channels = args[6].toBool() ? weight.size(1) * args[8].toInt() : weight.size(0);
+  return c10::IValue(std::vector<int64_t>{channels});
 }
 
 // The facts of `op`, asked of Python the first time.
@@ -94,6 +121,12 @@ OpFacts& facts_of(const c10::OperatorHandle& op) {
       made->name = tuple[0].cast<std::string>();
       for (auto item : tuple[1]) {
         made->written.push_back(item.cast<bool>() ? 1 : 0);
+      }
+      if (!tuple[2].is_none()) {
+        const auto [name, overload] = split_name(tuple[2].cast<std::string>());
+        made->target =
+            c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
+        made->bias_sizes = tuple[3].cast<bool>();
       }
     }
   }
@@ -131,9 +164,25 @@ bool warn_requested() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
+bool plain_number(const c10::IValue& v) {
+  return v.isInt() || v.isDouble() || v.isBool() || v.isComplexDouble();
+}
+
+// Numbers, strings, None and lists of numbers (a SymInt[] argument arrives as a generic list).
 bool plain_value(const c10::IValue& v) {
-  return v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isComplexDouble() ||
-      v.isString() || v.isIntList() || v.isDoubleList() || v.isBoolList();
+  if (v.isNone() || plain_number(v) || v.isString() || v.isIntList() || v.isDoubleList() ||
+      v.isBoolList()) {
+    return true;
+  }
+  if (!v.isList()) {
+    return false;
+  }
+  for (const c10::IValue& item : v.toListRef()) {
+    if (!plain_number(item)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // One call's CPU side: the aliases made so far, by mydev tensor and by storage.
@@ -147,7 +196,7 @@ struct Call {
   // not copy-on-write; an out= one: not empty), or a 0-dim CPU input.
   bool admits(const at::Tensor& t, bool written, bool out) {
     if (!t.defined()) {
-      return false;
+      return !written;  // an absent optional tensor (an undefined one in the stack)
     }
     const c10::Device d = t.device();
     if (d.type() == kDeviceType) {
@@ -170,6 +219,9 @@ struct Call {
   }
 
   at::Tensor to_cpu(const at::Tensor& t) {
+    if (!t.defined()) {
+      return t;
+    }
     if (!t.device().is_cpu()) {
       const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
       for (const auto& [mydev, alias] : seen) {
@@ -312,8 +364,11 @@ bool run_plain(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (!make_cpu_arguments(facts, args, call, cpu)) {
     return false;
   }
+  if (facts.bias_sizes) {
+    cpu.insert(cpu.begin() + 3, bias_sizes_of(args));
+  }
   try {
-    op.callBoxed(cpu);
+    (facts.target ? *facts.target : op).callBoxed(cpu);
   } catch (const c10::Error&) {
     return false;  // Python runs it again, and raises or recovers as it decides
   }

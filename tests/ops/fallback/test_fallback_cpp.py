@@ -198,3 +198,36 @@ def test_cpp_and_python_paths_give_the_same_tensors(view, name):
             assert a.device == b.device
             assert same_layout(a, b)
             assert same_bits(a.cpu(), b.cpu())
+
+
+@pytest.mark.parametrize(
+    ("make", "shape"),
+    [
+        (lambda: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 8, 8)),
+        (lambda: torch.nn.Conv2d(4, 8, 3, groups=2, bias=False), (2, 4, 7, 7)),
+        (lambda: torch.nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2), (2, 4, 5, 5)),
+        (lambda: torch.nn.Conv1d(4, 4, 2, dilation=2), (2, 4, 9)),
+    ],
+    ids=["conv", "grouped_no_bias", "transposed_grouped", "conv1d_dilated"],
+)
+def test_convolutions_run_cpus_convolution_in_cpp(make, shape):
+    """``convolution_overrideable`` runs ``aten::convolution`` and its backward
+    ``aten::convolution_backward`` with ``bias_sizes`` made as boxed.py makes it."""
+    torch.manual_seed(0)
+    cpu = make()
+    dev = make().to("mydev")
+    dev.load_state_dict(cpu.state_dict())
+    x = torch.randn(shape, requires_grad=True)
+    dx = x.detach().to("mydev").requires_grad_()
+    y, dy = cpu(x), dev(dx)
+    (y * y).sum().backward()
+    (dy * dy).sum().backward()
+    assert same_layout(y, dy) and same_bits(y, dy.cpu())
+    assert same_bits(x.grad, dx.grad.cpu())
+    for p_cpu, p_dev in zip(cpu.parameters(), dev.parameters(), strict=True):
+        assert same_bits(p_cpu.grad, p_dev.grad.cpu())
+    assert _C._fallback_counts() == {
+        "aten::convolution_overrideable": 1,
+        "aten::convolution_backward_overrideable": 1,
+    }
+    assert _python_counts() == {}

@@ -485,9 +485,20 @@ def _boxed(op: torch._ops.OpOverload) -> Callable:
     return kernel
 
 
-def fast_path_facts(op: torch._ops.OpOverload) -> tuple[str, tuple[bool, ...]] | None:
+# The ``EXPLICIT`` ops' CPU kernels for the stub's C++ path: (the op run instead, whether its
+# arguments gain ``bias_sizes`` after ``weight``), as the functions above call them.
+EXPLICIT_TARGETS: dict[str, tuple[str, bool]] = {
+    "aten::convolution_overrideable": ("aten::convolution", False),
+    "aten::convolution_backward_overrideable": ("aten::convolution_backward", True),
+}
+
+
+def fast_path_facts(
+    op: torch._ops.OpOverload,
+) -> tuple[str, tuple[bool, ...], str | None, bool] | None:
     """What the stub's C++ path (``csrc_stub/fallback.cpp``) needs to run ``op``'s plain
-    calls: the name it is counted under and which arguments it writes; None when every call
+    calls: the name it is counted under, which arguments it writes, and for an ``EXPLICIT``
+    op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``); None when every call
     must run here in Python: a view op, a random op (its generator), an op whose CPU
     arguments are allowed (``fallback.devices.CPU_ALLOWED``), one that runs another CPU
     kernel (``fallback.rnn``), or an op outside ``aten``."""
@@ -500,7 +511,8 @@ def fast_path_facts(op: torch._ops.OpOverload) -> tuple[str, tuple[bool, ...]] |
         or op.namespace != "aten"
     ):
         return None
-    return op_info.name, op_info.written
+    target, bias_sizes = EXPLICIT_TARGETS.get(op_info.name, (None, False))
+    return op_info.name, op_info.written, target, bias_sizes
 
 
 def _to_mydev(t: torch.Tensor, index: int) -> torch.Tensor:
@@ -524,7 +536,8 @@ def register() -> None:
     _C._fallback_zero_copy(zero_copy)
     explicit = torch.library.Library("aten", "IMPL")
     for op, fn in EXPLICIT.items():
-        explicit.impl(op, fn, "PrivateUse1")
+        explicit.impl(op, fn, PYTHON_KEY)
+        _C._fallback_kernel(op)
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
     CPU_KERNEL_OPS.extend(
         _overload(name) for name in (*FUNCTIONAL_ON_CPU, *META_WARNS_ON_CPU, *FAST_FUNCTIONAL)
