@@ -128,14 +128,15 @@ def test_fallback_results_are_adopted_not_copied(monkeypatch) -> None:
 
 
 def test_cpu_tensor_passed_in_is_never_adopted() -> None:
-    """The fast path's own guard: a CPU tensor the call was given (an op may return it as it
+    """The fallback's own guard: a CPU tensor the call was given (an op may return it as it
     is) is copied to mydev, and stays valid for its owner."""
-    from torch_mydev.ops.fallback import fast as fallback_fast
+    from torch_mydev.ops.fallback import boxed
+    from torch_mydev.ops.fallback import copy as fallback_copy
 
-    call = fallback_fast._Call()
+    to_cpu = fallback_copy.Aliases([])
     mine = _fresh(5)
-    assert call.convert(mine) is mine
-    moved = fallback_fast._result(mine, call, torch.device("mydev", 0))
+    assert to_cpu(mine) is mine
+    moved = boxed._result(mine, to_cpu, torch.device("mydev", 0), True, {})
     assert moved.device.type == "mydev"
     assert moved.untyped_storage().data_ptr() != mine.untyped_storage().data_ptr()
     assert torch.equal(mine, _fresh(5)) and torch.equal(moved.cpu(), mine)
@@ -189,18 +190,18 @@ def test_python_cpu_kernels_results_are_copied_not_taken() -> None:
 def test_no_adoption_while_python_overrides_an_aten_cpu_kernel() -> None:
     """An aten op's CPU kernel overridden from Python turns adoption off for every op until
     the override is gone (torch.library's record of Python kernels is read)."""
-    from torch_mydev.ops.fallback import fast as fallback_fast
+    from torch_mydev.ops.fallback.adopt import may_adopt
 
     mm = torch.ops.aten.mm.default
-    assert fallback_fast.may_adopt(mm)
+    assert may_adopt(mm)
     cached = torch.full((2, 2), 7.0)
     lib = torch.library.Library("aten", "IMPL")
     try:
         lib.impl("native_layer_norm", lambda x, s, w, b, e: (cached, cached[0], cached[1]), "CPU")
-        assert not fallback_fast.may_adopt(mm)
+        assert not may_adopt(mm)
         out = torch.native_layer_norm(torch.ones(2, 2, device="mydev"), [2], None, None, 1e-5)
         assert torch.equal(out[0].cpu(), torch.full((2, 2), 7.0))
         assert torch.equal(cached, torch.full((2, 2), 7.0))
     finally:
         lib._destroy()
-    assert fallback_fast.may_adopt(mm)
+    assert may_adopt(mm)

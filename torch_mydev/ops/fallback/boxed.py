@@ -44,11 +44,11 @@ from torch_mydev import _C
 from torch_mydev._names import DEVICE
 from torch_mydev.ops.fallback import copy as fc
 from torch_mydev.ops.fallback import devices as fd
-from torch_mydev.ops.fallback import fast as ff
 from torch_mydev.ops.fallback import random as fr
 from torch_mydev.ops.fallback import schema as fs
 from torch_mydev.ops.fallback import sdpa as fallback_sdpa
 from torch_mydev.ops.fallback import structured as fst
+from torch_mydev.ops.fallback.adopt import may_adopt
 from torch_mydev.ops.fallback.schema import op_name, returns_view
 
 __all__ = [
@@ -190,18 +190,6 @@ def run_on_cpu(
     op_info = fs.resolve(op, args, kwargs)
     if count:
         record_call(name or op_info.name)
-    if zero_copy and not op_info.random and op_info.name not in fd.CPU_ALLOWED:
-        try:
-            return ff.run_fast(op_info, args, kwargs)
-        except RuntimeError as error:
-            if not fc.grows_an_alias(error):
-                raise
-            return _run(
-                op_info,
-                fs.bind(op_info, args, kwargs),
-                target_device(fs.bind(op_info, args, kwargs)),
-                fc.Copies,
-            )
     values = fs.bind(op_info, args, kwargs)
     fd.check_call(op_info.name, op_info.names, values, op_info.written)
     device = target_device(values)
@@ -239,36 +227,62 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type
     for written, value, cpu_value in zip(op_info.written, values, cpu_values, strict=False):
         if written and value is not _MISSING:
             fc.write_back(value, cpu_value)
-    return _results(op_info, result, values, to_cpu, device)
+    # New results of CPU's own kernel over aliases may be adopted (``fallback.adopt``).
+    adopt = (
+        isinstance(to_cpu, fc.Aliases)
+        and not op_info.random
+        and op_info.cpu_kernel is op_info.op
+        and may_adopt(op_info.op)
+    )
+    return _results(op_info, result, values, to_cpu, device, adopt)
 
 
-def _result(value: Any, to_cpu: fc.Copies, device: torch.device) -> Any:
+def _result(
+    value: Any, to_cpu: fc.Copies, device: torch.device, adopt: bool, moved: dict[int, Any]
+) -> Any:
+    """A CPU op's return as the mydev value the call returns: an alias as its mydev tensor,
+    a new CPU tensor adopted (``adopt``; never a tensor the call was passed) or copied, one
+    tensor returned twice as one mydev tensor (``moved``)."""
     if isinstance(value, torch.Tensor):
         original = to_cpu.originals.get(id(value))
         if original is not None:  # the op returned one of its inputs itself
             return original
         if value.device.type != "cpu" or device.type == "cpu":
             return value
-        return fc.to_mydev(value, device)
+        found = moved.get(id(value))
+        if found is None:
+            if adopt and id(value) not in to_cpu.passed:
+                index = device.index if device.index is not None else _C._current_device()
+                found = _C._adopt(value, index)
+            if found is None:
+                found = fc.to_mydev(value, device)
+            moved[id(value)] = found
+        return found
     if isinstance(value, (list, tuple)):
-        return type(value)(_result(item, to_cpu, device) for item in value)
+        return type(value)(_result(item, to_cpu, device, adopt, moved) for item in value)
     return value
 
 
 def _results(
-    op_info: fs.OpInfo, result: Any, values: list[Any], to_cpu: fc.Copies, device: torch.device
+    op_info: fs.OpInfo,
+    result: Any,
+    values: list[Any],
+    to_cpu: fc.Copies,
+    device: torch.device,
+    adopt: bool,
 ) -> Any:
     """Map the CPU op's returns: written aliases to the original argument, the rest moved."""
     n = len(op_info.return_alias)
     if n == 0:
         return result
     outs = (result,) if n == 1 else tuple(result)
+    moved: dict[int, Any] = {}
     mapped = []
     for alias, out in zip(op_info.return_alias, outs, strict=True):
         if alias is not None:
             mapped.append(values[alias])
         else:
-            mapped.append(_result(out, to_cpu, device))
+            mapped.append(_result(out, to_cpu, device, adopt, moved))
     return mapped[0] if n == 1 else tuple(mapped)
 
 

@@ -200,10 +200,12 @@ class Copies:
         self._storages: dict[int, torch.UntypedStorage] = {}
         self.cpu: dict[int, torch.Tensor] = {}  # id(mydev tensor) -> CPU tensor
         self.originals: dict[int, torch.Tensor] = {}  # id(CPU tensor) -> mydev tensor
+        self.passed: set[int] = set()  # ids of the tensors passed as they are (CPU's)
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             if not is_mydev(value):
+                self.passed.add(id(value))
                 return value
             found = self.cpu.get(id(value))
             if found is None:
@@ -242,6 +244,7 @@ class Aliases(Copies):
         self._first: dict[tuple[int, int], torch.Tensor] = {}
         self.cpu = {}
         self.originals = {}
+        self.passed = set()
 
     def _make(self, t: torch.Tensor) -> torch.Tensor:
         key = _C._storage_span(t)

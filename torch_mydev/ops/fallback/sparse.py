@@ -32,8 +32,8 @@ import torch
 
 from torch_mydev.ops.fallback import boxed as fallback
 from torch_mydev.ops.fallback import devices as fd
-from torch_mydev.ops.fallback import fast as ff
 from torch_mydev.ops.fallback import schema as fs
+from torch_mydev.ops.fallback.adopt import may_adopt
 from torch_mydev.ops.fallback.copy import grows_an_alias
 from torch_mydev.ops.fallback.sparse_convert import (
     SparseArgs,
@@ -168,7 +168,7 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, copies: bo
         return result
     outs = [result] if n == 1 else list(result)
     del result
-    adopt = ff.may_adopt(op_info.op)
+    adopt = may_adopt(op_info.op)
     mapped = []
     for alias in op_info.return_alias:
         out = outs.pop(0)
