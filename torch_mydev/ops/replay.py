@@ -20,8 +20,6 @@ import contextlib
 import functools
 from collections.abc import Callable
 
-import numpy as np
-
 from torch_mydev import _C
 from torch_mydev.kernels.jit.compiler import NotCompiled
 
@@ -82,24 +80,16 @@ def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
 
 
 @_unless_compiling
-def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
-    """Record ``entry`` (an ``elementwise.entries.Entry`` whose loop is ``kind``:
-    ``"binary"``, ``"compare"`` or ``"unary"``) under the signature ``key``; a parallel loop
-    (a large layout: its cost is the loop, not the call) is not recorded."""
-    from torch_mydev.kernels.elementwise import _replay as loops
-    from torch_mydev.kernels.elementwise.kernel import ParallelKernel
-
-    if isinstance(entry.kernel, ParallelKernel) or not entry.extents[0]:
+def record(table: dict[bytes, tuple], key: bytes, entry) -> None:
+    """Record ``entry`` (an ``elementwise.entries.Entry``) under the signature ``key``, in
+    the stub's table of the same op too; a loop the stub does not replay (parallel, or of
+    nothing) is not recorded. The kernel gives its C entry and parameter block
+    (``Prepared.replay_block``): nothing here reads a kernel's arguments."""
+    block = entry.prepared.replay_block()
+    if block is None:
         return
-    args = entry.args
-    address = loops.entry(kind, args)
-    if kind == "binary":
-        *_, meta, strides, shape, value = args
-        params = loops.pack(meta, strides, shape, value)
-    else:
-        *_, meta, strides, shape = args
-        params = loops.pack(meta, strides, shape)
-    extents = entry.extents
+    address, params = block
+    extents = entry.prepared.extents
     name = _TABLE_NAMES.get(id(table))
     if name is not None:
         _C._native_replay_put(
@@ -134,28 +124,15 @@ def record(table: dict[bytes, tuple], key: bytes, kind: str, entry) -> None:
 
 @_unless_compiling
 def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple = ()) -> None:
-    """Record a same-dtype copy set up as ``prepared`` (a ``kernels.PreparedCopy`` whose
-    serial loop runs it) under ``key``; ``layout`` is ``(sizes, strides, dtype, device
-    index)`` of the new tensor a clone makes (empty for ``copy_``). A copy of nothing or a
-    parallel one is not recorded."""
-    from torch_mydev.kernels.copy import _replay as loops
-
-    if prepared is None or not prepared.numel:
+    """Record a same-dtype copy set up as ``prepared`` (a ``kernels.PreparedCopy``) under
+    ``key``; ``layout`` is ``(sizes, strides, dtype, device index)`` of the new tensor a
+    clone makes (empty for ``copy_``). A copy the stub does not replay (of nothing, or
+    parallel) is not recorded; the kernel gives its C entry and parameter block
+    (``PreparedCopy.replay_block``)."""
+    block = None if prepared is None else prepared.replay_block()
+    if block is None:
         return
-    prepared.load()  # a layout copied again runs its loop from now on (numba loads if need be)
-    if prepared.serial is None:  # a parallel copy
-        return
-    if prepared.loop is None:  # one byte range
-        address = loops.move_entry()
-        params = np.array([prepared.nbytes], dtype=np.int64)
-    else:
-        loop = prepared.loop
-        kind = "planes" if loop.blocks else "tiles" if loop.tiles else "range"
-        dst_units, src_units, dst_strides, src_strides, shape, width, lane, *tail = (
-            prepared.serial_args
-        )
-        address = loops.strided_entry(kind, lane.dtype.type)
-        params = loops.pack(shape, dst_units, src_units, width, tail, dst_strides, src_strides)
+    address, params = block
     sizes, strides, dtype, index = layout or (None, None, None, -1)
     _put(
         table,

@@ -160,6 +160,25 @@ class PreparedCopy:
         self.serial = entry_of(getattr(module, name), 0, 0, *self.serial_args)
         self.pending = None
 
+    def replay_block(self) -> tuple[int, np.ndarray] | None:
+        """The C entry's address and the parameter block that run this copy's serial loop
+        from the stub's replay (``_replay.py``), or None for a copy it does not replay: one
+        of nothing, or a parallel one. Loads the loop (and numba) if need be."""
+        if not self.numel:
+            return None
+        self.load()
+        if self.serial is None:  # a parallel copy
+            return None
+        from torch_mydev.kernels.copy import _replay
+
+        loop = self.loop
+        if loop is None:  # one byte range
+            return _replay.move_entry(), np.array([self.nbytes], dtype=np.int64)
+        kind = "planes" if loop.blocks else "tiles" if loop.tiles else "range"
+        dst_units, src_units, dst_strides, src_strides, shape, width, lane, *tail = self.serial_args
+        params = _replay.pack(shape, dst_units, src_units, width, tail, dst_strides, src_strides)
+        return _replay.strided_entry(kind, lane.dtype.type), params
+
     def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
         """Copy between two host memories: the addresses of element 0 of each operand, and the
         bytes each buffer holds from there on.

@@ -37,6 +37,16 @@ def pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -
     return params
 
 
+def block_of(kind: str, args: tuple) -> tuple[int, np.ndarray]:
+    """The C entry of ``<kind>_at`` for a prepared loop's arguments after the addresses
+    (``Prepared.args``), and the parameter block it reads (``pack``)."""
+    if kind == "binary":
+        *_, meta, strides, shape, value = args
+        return entry(kind, args), pack(meta, strides, shape, value)
+    *_, meta, strides, shape = args
+    return entry(kind, args), pack(meta, strides, shape)
+
+
 def entry(kind: str, args: tuple) -> int:
     """The C entry of ``<kind>_at`` (``binary``, ``compare``, ``unary``) for the lane types
     and compute value of its arguments after the addresses (``Prepared.args``)."""

@@ -110,6 +110,18 @@ class Prepared(NamedTuple):
     kernel: Callable
     args: tuple
     extents: tuple[int, ...]
+    kind: str = ""  # the loop: "binary", "compare" or "unary" ("" for an empty iteration)
+
+    def replay_block(self) -> tuple[int, np.ndarray] | None:
+        """The C entry's address and the parameter block that run this loop from the stub's
+        replay (``_replay.py``), or None for a loop it does not replay: an empty iteration or
+        a parallel one (a large layout, whose cost is the loop, not the call). The
+        arguments' order is this module's own; nothing outside it unpacks them."""
+        if not self.kind or isinstance(self.kernel, ParallelKernel):
+            return None
+        from torch_mydev.kernels.elementwise import _replay
+
+        return _replay.block_of(self.kind, self.args)
 
 
 def prepare_binary(
@@ -313,7 +325,24 @@ def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
     else:
         value = raw
     source, source_dtype = _number_array(value)
+    if (source_dtype, dtype) in _IEEE_NARROWING:
+        # one IEEE round-to-nearest conversion (what the copy kernel's loop and c10's
+        # static_cast do), without setting up a copy: a new learning rate or bias correction
+        # every step reaches here
+        with np.errstate(all="ignore"):  # overflow to infinity, NaN kept: as in C
+            return source.astype(_LAYOUTS[dtype].element).tobytes()
     return _convert(source.view(np.uint8), 0, source_dtype, dtype).tobytes()
+
+
+# Conversions of a wrapped number's dtype that numpy's cast makes bit for bit as c10 does.
+_IEEE_NARROWING = frozenset(
+    {
+        (torch.float64, torch.float64),
+        (torch.float64, torch.float32),
+        (torch.complex128, torch.complex128),
+        (torch.complex128, torch.complex64),
+    }
+)
 
 
 def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torch.dtype]:
@@ -463,8 +492,8 @@ def _prepared(
     serial = _entry(getattr(_load(), kind + "_at"), addresses, args)
     numel, threshold = size
     if numel < threshold:
-        return Prepared(serial, args, extents)
-    return Prepared(ParallelKernel(kind, serial, numel, tile), args, extents)
+        return Prepared(serial, args, extents, kind)
+    return Prepared(ParallelKernel(kind, serial, numel, tile), args, extents, kind)
 
 
 def _tile_of(lane_strides: np.ndarray, shape: np.ndarray) -> int:

@@ -86,6 +86,7 @@ def _with_alpha(name: str) -> tuple[Callable, Callable]:
             result = fast_binary(name, None, self, other, alpha, False)
             if result is not None:
                 return result
+            return general.general_arithmetic(name, self, other, alpha=alpha)  # asked once
         return _arithmetic(name, self, other, alpha=alpha, out=out)
 
     def inplace(self: torch.Tensor, other: Arg, alpha: Number = 1) -> torch.Tensor:
@@ -113,6 +114,7 @@ def mul(self: Arg, other: Arg, *, out: torch.Tensor | None = None) -> torch.Tens
         result = fast_binary("mul", None, self, other, 1, False)
         if result is not None:
             return result
+        return general.general_arithmetic("mul", self, other)  # the entry was asked once
     return _arithmetic("mul", self, other, out=out)
 
 

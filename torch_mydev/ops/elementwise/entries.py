@@ -30,22 +30,24 @@ _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
 class Entry:
     """What the general path (``elementwise.general``) decides from layouts and numbers alone,
-    for one call signature of a binary, comparison or unary op.
+    for one call signature of a binary, comparison, unary or relu-family op.
 
     Kept per (op, rounding mode, the tensors' ``_C._signature`` key, the Python number
     operand, alpha, in-place or not, default dtype) for calls the general path would finish
     with no cast temporary and no resize: all tensors on mydev, ``other`` a mydev tensor or a
-    Python number. ``kernel`` / ``args`` / ``extents`` are the prepared loop
-    (``kernels.prepare_binary``, ``prepare_compare`` or ``prepare_unary``); ``constant``
-    holds a Python number's converted bytes (the kernel reads its address), ``sizes`` /
-    ``strides`` / ``dtype`` / ``device`` (an index: the signature key holds the device) the
-    functional form's new output. ``convert`` turns another Python number of the same type
-    into the bytes the kernel reads in place of ``constant`` (the conversion made
-    ``constant``; no plan depends on a number's value, only on its type).
+    Python number. ``prepared`` is the prepared loop (``kernels.prepare_binary``,
+    ``prepare_compare`` or ``prepare_unary``; ``kernel`` / ``args`` / ``extents`` are its
+    fields, read on every call); ``binary`` whether its loop reads a ``b`` address.
+    ``constant`` holds a Python number's converted bytes (the kernel reads its address),
+    ``sizes`` / ``strides`` / ``dtype`` / ``device`` (an index: the signature key holds the
+    device) the functional form's new output. ``convert`` turns another Python number of
+    the same type into the bytes the kernel reads in place of ``constant`` (the conversion
+    made ``constant``; no plan depends on a number's value, only on its type).
     """
 
     __slots__ = (
         "args",
+        "binary",
         "constant",
         "constant_address",
         "convert",
@@ -53,6 +55,7 @@ class Entry:
         "dtype",
         "extents",
         "kernel",
+        "prepared",
         "sizes",
         "strides",
     )
@@ -67,7 +70,9 @@ class Entry:
         device: int,
         convert: Callable[[Number], np.ndarray] | None = None,
     ) -> None:
+        self.prepared = prepared
         self.kernel = prepared.kernel
+        self.binary = prepared.kind != "unary"
         self.convert = convert
         self.args = prepared.args
         self.extents = prepared.extents
@@ -106,12 +111,70 @@ _signature = _C._signature
 _empty_strided = _C._empty_strided
 
 
+lookup = _entries.peek
+"""The entry (or ``GENERAL``) remembered under a cache key, or None."""
+
+
 def clear() -> None:
     """Forget every per-signature decision: the entries, their by-number-type index and the
     stub's records of them (the next call of any signature plans again)."""
     _entries.clear()
     _by_number_type.clear()
     replay.clear()
+
+
+def serve(
+    cache_key: tuple,
+    entry: Entry | _General | None,
+    first: Callable[..., tuple[torch.Tensor, Entry | _General]],
+    call: tuple,
+    target: torch.Tensor | None,
+    record_in: dict | None,
+    key: bytes,
+    a_start: int,
+    a_room: int,
+    b_start: int,
+    b_room: int | None,
+) -> torch.Tensor | None:
+    """One call of a signature through its entry: the per-call protocol of every native
+    elementwise op (arithmetic, comparisons, neg/abs, the relu family), step by step.
+
+    1. First call (``entry`` None): ``first(*call)`` runs the general path and returns its
+       result with what it decided (an ``Entry`` or ``GENERAL``), remembered under
+       ``cache_key``.
+    2. ``GENERAL``: None, and the caller runs the general path.
+    3. The storages: ``a_room`` (``b_room``) is how many bytes ``a``'s (``b``'s) storage
+       holds from its element 0 at ``a_start`` (``b_start``), and must cover the entry's
+       extent; else None, and the general path raises. ``b_room`` None: ``b`` is no
+       tensor's (a number's bytes the entry holds, or ``a`` read twice).
+    4. The record: ``record_in`` is the stub's replay table when the call is one it may
+       replay (functional, every operand a tensor, ``alpha`` 1); the signature's repeat is
+       recorded there, and the stub runs the calls after it (``ops/replay.py``).
+    5. The output, ``target`` (in place) or a new tensor of the entry's layout, and the
+       loop; an integer division by zero raises as CPU's does.
+    """
+    if entry is None:
+        result, entry = first(*call)
+        _entries.put(cache_key, entry)
+        return result
+    if entry is GENERAL:
+        return None
+    extents = entry.extents
+    if a_room < extents[1] or (b_room is not None and b_room < extents[2]):
+        return None
+    if record_in is not None and key not in record_in:
+        replay.record(record_in, key, entry)
+    if target is None:
+        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
+        out_start = out.data_ptr()
+    else:
+        out, out_start = target, a_start
+    if entry.binary:
+        if entry.kernel(out_start, a_start, b_start, *entry.args):
+            raise RuntimeError("ZeroDivisionError")
+    else:
+        entry.kernel(out_start, a_start, *entry.args)
+    return out
 
 
 def fast_binary(
@@ -123,7 +186,7 @@ def fast_binary(
     inplace: bool,
 ) -> torch.Tensor | None:
     """add/sub/mul/div (functional or in-place) and the functional comparisons through a
-    cached ``Entry``.
+    cached ``Entry`` (``serve``).
 
     Returns None where the general path must run: arguments it alone handles, a call
     signature marked ``GENERAL``, or per-call facts an entry cannot check (an input sharing
@@ -138,6 +201,9 @@ def fast_binary(
         if signature is None:
             return None
         key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
+        if inplace and b_base == a_base:
+            return None
+        b_room = b_base + b_nbytes - b_start
     else:
         if type(other) not in NUMBER_DTYPES:
             return None
@@ -146,6 +212,7 @@ def fast_binary(
         if signature is None:
             return None
         key, lazy_bits, a_start, a_base, a_nbytes = signature
+        b_room = None
     if lazy_bits:
         return None
     alpha_kind = type(alpha)
@@ -159,48 +226,26 @@ def fast_binary(
     cache_key = (name, mode, key, number, alpha_key, inplace, default)
     entry = _entries.peek(cache_key)
     constant = None
-    if entry is None:
-        if number is None:
-            return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
-        # a number seen for the first time: the signature's entry for any number of its type
-        # runs it with the value converted now (AdamW's bias corrections change every step)
-        entry = _by_number_type.peek(_type_key(cache_key, other))
+    if number is not None:
         if entry is None:
-            return _first_binary(cache_key, name, mode, self, other, alpha, inplace)
-        if entry is not GENERAL:
-            constant = entry.convert(other)
-    if entry is GENERAL:
-        return None
-    extents = entry.extents
-    if a_base + a_nbytes - a_start < extents[1]:
-        return None  # a storage smaller than the layout: the general path raises
-    if number is None:
-        if b_base + b_nbytes - b_start < extents[2] or (inplace and b_base == a_base):
-            return None
-        if not inplace:  # a signature's second call: from the third on the stub replays it
-            _replay_record(name, mode, key, entry, alpha_key, inplace)
-    else:
-        b_start = entry.constant_address if constant is None else constant.ctypes.data
-    if inplace:
-        out, out_start = self, a_start
-    else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
-        out_start = out.data_ptr()
-    if entry.kernel(out_start, a_start, b_start, *entry.args):
-        raise RuntimeError("ZeroDivisionError")
-    return out
-
-
-def _replay_record(
-    name: str, mode: str | None, key: bytes, entry: Entry, alpha_key: object, inplace: bool
-) -> None:
-    """Give the stub's replay (``ops/replay.py``) a functional call of two tensors whose
-    ``alpha`` is the default 1: all its entry holds then follows from the layouts."""
-    table = replay.TABLES.get(name)
-    if table is None or mode is not None or inplace or key in table:
-        return
-    if type(alpha_key) is int and alpha_key == 1:
-        replay.record(table, key, "compare" if name in kernels.COMPARISONS else "binary", entry)
+            # a number seen for the first time: the signature's entry for any number of its
+            # type runs it with the value converted now (AdamW's bias corrections change
+            # every step); it is not remembered under this value
+            entry = _by_number_type.peek(_type_key(cache_key, other))
+            if entry is not None and entry is not GENERAL:
+                constant = entry.convert(other)
+        b_start = 0
+        if entry is not None and entry is not GENERAL:
+            b_start = entry.constant_address if constant is None else constant.ctypes.data
+    record_in = None
+    if number is None and not inplace and mode is None and alpha_kind is int and alpha == 1:
+        record_in = replay.TABLES.get(name)
+    target = self if inplace else None
+    call = (cache_key, name, mode, self, other, alpha, inplace)
+    return serve(
+        cache_key, entry, _first_binary, call, target, record_in, key,
+        a_start, a_base + a_nbytes - a_start, b_start, b_room,
+    )  # fmt: skip
 
 
 def _type_key(cache_key: tuple, number: Number) -> tuple:
@@ -216,7 +261,7 @@ def _first_binary(
     other: Arg,
     alpha: Number,
     inplace: bool,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, Entry | _General]:
     """Answer a call signature's first call with the general path, then make its entry."""
     target = self if inplace else None
     if name in kernels.COMPARISONS:
@@ -226,10 +271,9 @@ def _first_binary(
             name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
         )
     entry = _binary_entry(name, mode, self, other, alpha, inplace)
-    _entries.put(cache_key, entry)
     if not isinstance(other, torch.Tensor):
         _by_number_type.put(_type_key(cache_key, other), entry)
-    return result
+    return result, entry
 
 
 def _binary_entry(
@@ -295,11 +339,9 @@ def _binary_entry(
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
-    """neg and abs (functional or in-place) through a cached ``Entry`` (no ``b``).
-
-    None where the general path must run, as for ``fast_binary``; complex ``abs`` (a real
-    result) always takes it.
-    """
+    """neg and abs (functional or in-place) through a cached ``Entry`` (``serve``, no
+    ``b``). None where the general path must run, as for ``fast_binary``; complex ``abs``
+    (a real result) always takes it."""
     signature = _signature(self)
     if signature is None:
         return None
@@ -308,25 +350,23 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
         return None
     cache_key = (name, key, inplace)
     entry = _entries.peek(cache_key)
-    if entry is None:
-        if self.is_complex() and name == "abs":
-            return None
-        result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
-        _entries.put(cache_key, _unary_entry(name, self, inplace))
-        return result
-    if entry is GENERAL:
+    if entry is None and self.is_complex() and name == "abs":
         return None
-    if not inplace and key not in replay.TABLES[name]:  # a second call: recorded for the stub
-        replay.record(replay.TABLES[name], key, "unary", entry)
-    if a_base + a_nbytes - a_start < entry.extents[1]:
-        return None
-    if inplace:
-        out, out_start = self, a_start
-    else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
-        out_start = out.data_ptr()
-    entry.kernel(out_start, a_start, *entry.args)
-    return out
+    target = self if inplace else None
+    record_in = None if inplace else replay.TABLES[name]
+    call = (name, self, inplace)
+    return serve(
+        cache_key, entry, _first_unary, call, target, record_in, key,
+        a_start, a_base + a_nbytes - a_start, 0, None,
+    )  # fmt: skip
+
+
+def _first_unary(
+    name: str, self: torch.Tensor, inplace: bool
+) -> tuple[torch.Tensor, Entry | _General]:
+    """Answer a unary signature's first call with the general path, then make its entry."""
+    result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
+    return result, _unary_entry(name, self, inplace)
 
 
 def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | _General:

@@ -28,9 +28,10 @@ import torch
 from torch_mydev import _C
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import replay
+from torch_mydev.ops.elementwise import entries
 from torch_mydev.ops.elementwise.aten import fill_
 from torch_mydev.ops.elementwise.checks import check_range, check_supported, cpu_bool_error
-from torch_mydev.ops.elementwise.entries import GENERAL, Entry, _entries
+from torch_mydev.ops.elementwise.entries import GENERAL, Entry
 from torch_mydev.ops.elementwise.plan import (
     device_of,
     finish,
@@ -46,7 +47,6 @@ from torch_mydev_rules.iterator.promotion import OperandDtype, dtype_name, resul
 _REDUCED = (torch.float16, torch.bfloat16)
 _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 _signature = _C._signature
-_empty_strided = _C._empty_strided
 
 
 _RELU = replay.TABLES["relu"]
@@ -237,7 +237,8 @@ def _resolved(x: torch.Tensor) -> torch.Tensor:
 
 
 def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
-    """relu / relu_ through a cached ``Entry``; None where the general path must run."""
+    """relu / relu_ through a cached ``Entry`` (``entries.serve``: ``a`` read twice); None
+    where the general path must run."""
     signature = _signature(self)
     if signature is None:
         return None
@@ -245,22 +246,15 @@ def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     if lazy_bits:
         return None
     cache_key = ("relu", key, inplace)
-    entry = _entries.peek(cache_key)
-    if entry is None:
-        result = _general_relu(self, inplace)
-        _entries.put(cache_key, _relu_entry(self, inplace))
-        return result
-    if entry is GENERAL or a_base + a_nbytes - a_start < entry.extents[1]:
-        return None
-    if not inplace and key not in _RELU:  # a second call: recorded for the stub
-        replay.record(_RELU, key, "binary", entry)
-    if inplace:
-        out, out_start = self, a_start
-    else:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
-        out_start = out.data_ptr()
-    entry.kernel(out_start, a_start, a_start, *entry.args)
-    return out
+    call = (self, inplace)
+    return entries.serve(
+        cache_key, entries.lookup(cache_key), _first_relu, call, self if inplace else None,
+        None if inplace else _RELU, key, a_start, a_base + a_nbytes - a_start, a_start, None,
+    )  # fmt: skip
+
+
+def _first_relu(self: torch.Tensor, inplace: bool) -> tuple[torch.Tensor, Entry | object]:
+    return _general_relu(self, inplace), _relu_entry(self, inplace)
 
 
 def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
@@ -277,8 +271,9 @@ def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
 def _fast_threshold_backward(
     grad_output: torch.Tensor, self: torch.Tensor, threshold: Number
 ) -> torch.Tensor | None:
-    """threshold_backward through a cached ``Entry``; None where the general path must run
-    (arguments it alone handles, a signature marked ``GENERAL``, a storage too small)."""
+    """threshold_backward through a cached ``Entry`` (``entries.serve``; ``a`` is ``self``,
+    ``b`` the gradient); None where the general path must run (arguments it alone handles,
+    a signature marked ``GENERAL``, a storage too small)."""
     if not (isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor)):
         return None
     if type(threshold) not in NUMBER_DTYPES:
@@ -290,21 +285,18 @@ def _fast_threshold_backward(
     if lazy_bits:
         return None
     cache_key = ("threshold_backward", key, number_key(threshold))
-    entry = _entries.peek(cache_key)
-    if entry is None:
-        result = _general_threshold(
-            "threshold_backward", self, grad_output, threshold, 0, None, False
-        )
-        _entries.put(cache_key, _threshold_backward_entry(grad_output, self, threshold))
-        return result
-    if entry is GENERAL:
-        return None
-    extents = entry.extents
-    if a_base + a_nbytes - a_start < extents[1] or b_base + b_nbytes - b_start < extents[2]:
-        return None
-    out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
-    entry.kernel(out.data_ptr(), a_start, b_start, *entry.args)
-    return out
+    call = (grad_output, self, threshold)
+    return entries.serve(
+        cache_key, entries.lookup(cache_key), _first_threshold_backward, call, None, None, key,
+        a_start, a_base + a_nbytes - a_start, b_start, b_base + b_nbytes - b_start,
+    )  # fmt: skip
+
+
+def _first_threshold_backward(
+    grad_output: torch.Tensor, self: torch.Tensor, threshold: Number
+) -> tuple[torch.Tensor, Entry | object]:
+    result = _general_threshold("threshold_backward", self, grad_output, threshold, 0, None, False)
+    return result, _threshold_backward_entry(grad_output, self, threshold)
 
 
 def _threshold_backward_entry(
