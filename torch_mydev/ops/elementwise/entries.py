@@ -21,6 +21,7 @@ from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import general
 from torch_mydev.ops.elementwise.checks import Arg
 from torch_mydev.ops.elementwise.plan import kernel_op, make_plan, opmath_scalar
+from torch_mydev.ops.per_call import GENERAL, Entry, serve
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
@@ -28,82 +29,45 @@ from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
 _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
 
-class Entry:
-    """What the general path (``elementwise.general``) decides from layouts and numbers alone,
-    for one call signature of a binary, comparison, unary or relu-family op.
-
-    Kept per (op, rounding mode, the tensors' ``_C._signature`` key, the Python number
-    operand, alpha, in-place or not, default dtype) for calls the general path would finish
-    with no cast temporary and no resize: all tensors on mydev, ``other`` a mydev tensor or a
-    Python number. ``prepared`` is the prepared loop (``kernels.prepare_binary``,
-    ``prepare_compare`` or ``prepare_unary``; ``kernel`` / ``args`` / ``extents`` are its
-    fields, read on every call); ``binary`` whether its loop reads a ``b`` address.
-    ``constant`` holds a Python number's converted bytes (the kernel reads its address),
-    ``sizes`` / ``strides`` / ``dtype`` / ``device`` (an index: the signature key holds the
-    device) the functional form's new output. ``convert`` turns another Python number of
-    the same type into the bytes the kernel reads in place of ``constant`` (the conversion
-    made ``constant``; no plan depends on a number's value, only on its type).
-    """
-
-    __slots__ = (
-        "args",
-        "binary",
-        "constant",
-        "constant_address",
-        "convert",
-        "device",
-        "dtype",
-        "extents",
-        "kernel",
-        "prepared",
-        "sizes",
-        "strides",
+def entry_of(
+    prepared: kernels.Prepared,
+    constant: np.ndarray | None,
+    sizes: tuple[int, ...],
+    strides: tuple[int, ...],
+    dtype: torch.dtype,
+    device: int,
+    convert: Callable[[Number], np.ndarray] | None = None,
+) -> Entry:
+    """The ``per_call.Entry`` of a prepared elementwise loop (``kernels.prepare_binary``,
+    ``prepare_compare`` or ``prepare_unary``): kept per (op, rounding mode, the tensors'
+    ``_C._signature`` key, the Python number operand, alpha, in-place or not, default
+    dtype) for calls the general path finishes with no cast temporary and no resize, all
+    tensors on mydev, ``other`` a mydev tensor or a Python number (whose bytes, converted
+    once, are ``constant``; no plan depends on a number's value, only on its type)."""
+    return Entry(
+        prepared.kernel,
+        prepared.args,
+        prepared.extents,
+        prepared.kind != "unary",
+        sizes,
+        strides,
+        dtype,
+        device,
+        prepared=prepared,
+        constant=constant,
+        convert=convert,
     )
 
-    def __init__(
-        self,
-        prepared: kernels.Prepared,
-        constant: np.ndarray | None,
-        sizes: tuple[int, ...],
-        strides: tuple[int, ...],
-        dtype: torch.dtype,
-        device: int,
-        convert: Callable[[Number], np.ndarray] | None = None,
-    ) -> None:
-        self.prepared = prepared
-        self.kernel = prepared.kernel
-        self.binary = prepared.kind != "unary"
-        self.convert = convert
-        self.args = prepared.args
-        self.extents = prepared.extents
-        self.constant = constant
-        self.constant_address = 0 if constant is None else constant.ctypes.data
-        self.sizes = sizes
-        self.strides = strides
-        self.dtype = dtype
-        self.device = device
-
-
-class _General:
-    """The type of ``GENERAL``: a call signature the general path must take every time."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "GENERAL"
-
-
-GENERAL = _General()
 
 # (op, rounding mode, signature key, number key, alpha key, in-place, default dtype) -> entry,
 # or GENERAL. Unary ops key by (op, signature key, in-place).
 ENTRY_CACHE_SIZE = 4096
 BINARY_CACHE_SIZE = ENTRY_CACHE_SIZE  # the former name
-_entries: LRUCache[tuple, Entry | _General] = LRUCache(ENTRY_CACHE_SIZE)
+_entries: LRUCache[tuple, Entry | object] = LRUCache(ENTRY_CACHE_SIZE)
 # The same entries of calls with a Python number, keyed by the number's type instead of its
 # value: a value not seen before reuses the entry with its own conversion (``Entry.convert``)
 # and adds nothing to ``_entries``.
-_by_number_type: LRUCache[tuple, Entry | _General] = LRUCache(ENTRY_CACHE_SIZE)
+_by_number_type: LRUCache[tuple, Entry | object] = LRUCache(ENTRY_CACHE_SIZE)
 # _C._signature(t0[, t1]) returns None (not a strided host tensor with storage) or
 # (key, lazy_bits, then per tensor: data address, storage address, storage bytes); the
 # per-call paths unpack it into those names (cheaper than building a named tuple per call).
@@ -111,6 +75,8 @@ _signature = _C._signature
 _empty_strided = _C._empty_strided
 
 
+MEMORY = _entries
+"""The elementwise families' per-signature memory (``per_call.serve``'s ``memory``)."""
 lookup = _entries.peek
 """The entry (or ``GENERAL``) remembered under a cache key, or None."""
 
@@ -121,60 +87,6 @@ def clear() -> None:
     _entries.clear()
     _by_number_type.clear()
     replay.clear()
-
-
-def serve(
-    cache_key: tuple,
-    entry: Entry | _General | None,
-    first: Callable[..., tuple[torch.Tensor, Entry | _General]],
-    call: tuple,
-    target: torch.Tensor | None,
-    record_in: dict | None,
-    key: bytes,
-    a_start: int,
-    a_room: int,
-    b_start: int,
-    b_room: int | None,
-) -> torch.Tensor | None:
-    """One call of a signature through its entry: the per-call protocol of every native
-    elementwise op (arithmetic, comparisons, neg/abs, the relu family), step by step.
-
-    1. First call (``entry`` None): ``first(*call)`` runs the general path and returns its
-       result with what it decided (an ``Entry`` or ``GENERAL``), remembered under
-       ``cache_key``.
-    2. ``GENERAL``: None, and the caller runs the general path.
-    3. The storages: ``a_room`` (``b_room``) is how many bytes ``a``'s (``b``'s) storage
-       holds from its element 0 at ``a_start`` (``b_start``), and must cover the entry's
-       extent; else None, and the general path raises. ``b_room`` None: ``b`` is no
-       tensor's (a number's bytes the entry holds, or ``a`` read twice).
-    4. The record: ``record_in`` is the stub's replay table when the call is one it may
-       replay (functional, every operand a tensor, ``alpha`` 1); the signature's repeat is
-       recorded there, and the stub runs the calls after it (``ops/replay.py``).
-    5. The output, ``target`` (in place) or a new tensor of the entry's layout, and the
-       loop; an integer division by zero raises as CPU's does.
-    """
-    if entry is None:
-        result, entry = first(*call)
-        _entries.put(cache_key, entry)
-        return result
-    if entry is GENERAL:
-        return None
-    extents = entry.extents
-    if a_room < extents[1] or (b_room is not None and b_room < extents[2]):
-        return None
-    if record_in is not None and key not in record_in:
-        replay.record(record_in, key, entry)
-    if target is None:
-        out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
-        out_start = out.data_ptr()
-    else:
-        out, out_start = target, a_start
-    if entry.binary:
-        if entry.kernel(out_start, a_start, b_start, *entry.args):
-            raise RuntimeError("ZeroDivisionError")
-    else:
-        entry.kernel(out_start, a_start, *entry.args)
-    return out
 
 
 def fast_binary(
@@ -243,7 +155,7 @@ def fast_binary(
     target = self if inplace else None
     call = (cache_key, name, mode, self, other, alpha, inplace)
     return serve(
-        cache_key, entry, _first_binary, call, target, record_in, key,
+        _entries, cache_key, entry, _first_binary, call, target, record_in, key,
         a_start, a_base + a_nbytes - a_start, b_start, b_room,
     )  # fmt: skip
 
@@ -261,7 +173,7 @@ def _first_binary(
     other: Arg,
     alpha: Number,
     inplace: bool,
-) -> tuple[torch.Tensor, Entry | _General]:
+) -> tuple[torch.Tensor, Entry | object]:
     """Answer a call signature's first call with the general path, then make its entry."""
     target = self if inplace else None
     if name in kernels.COMPARISONS:
@@ -283,7 +195,7 @@ def _binary_entry(
     other: Arg,
     alpha: Number,
     inplace: bool,
-) -> Entry | _General:
+) -> Entry | object:
     """The entry of a call the general path has just answered, or ``GENERAL``."""
     tensors = [self, other] if isinstance(other, torch.Tensor) else [self]
     if any(t.device.type == "cpu" for t in tensors):
@@ -311,7 +223,7 @@ def _binary_entry(
             name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
         )
         convert = partial(kernels.scalar_bytes, dtype=common) if number else None
-        return Entry(
+        return entry_of(
             prepared, constant, plan.shape, plan.output_strides[0], torch.bool, device, convert
         )
     op = kernel_op(name, mode)
@@ -335,7 +247,7 @@ def _binary_entry(
     )
     out_dtype = plan.output_dtypes[0]
     strides = plan.output_strides[0]
-    return Entry(prepared, constant, plan.shape, strides, out_dtype, device, convert)
+    return entry_of(prepared, constant, plan.shape, strides, out_dtype, device, convert)
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
@@ -356,20 +268,20 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
     record_in = None if inplace else replay.TABLES[name]
     call = (name, self, inplace)
     return serve(
-        cache_key, entry, _first_unary, call, target, record_in, key,
+        _entries, cache_key, entry, _first_unary, call, target, record_in, key,
         a_start, a_base + a_nbytes - a_start, 0, None,
     )  # fmt: skip
 
 
 def _first_unary(
     name: str, self: torch.Tensor, inplace: bool
-) -> tuple[torch.Tensor, Entry | _General]:
+) -> tuple[torch.Tensor, Entry | object]:
     """Answer a unary signature's first call with the general path, then make its entry."""
     result = general.general_unary(name, self, out=self if inplace else None, inplace=inplace)
     return result, _unary_entry(name, self, inplace)
 
 
-def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | _General:
+def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | object:
     """The entry of a unary call the general path has just answered, or ``GENERAL``."""
     if self.device.type == "cpu" or self.dtype not in _FAST_DTYPES:
         return GENERAL
@@ -381,4 +293,4 @@ def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | _Gener
     prepared = kernels.prepare_unary(
         name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
     )
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype, device)
+    return entry_of(prepared, None, plan.shape, plan.output_strides[0], self.dtype, device)

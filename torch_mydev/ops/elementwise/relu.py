@@ -31,7 +31,7 @@ from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import entries
 from torch_mydev.ops.elementwise.aten import fill_
 from torch_mydev.ops.elementwise.checks import check_range, check_supported, cpu_bool_error
-from torch_mydev.ops.elementwise.entries import GENERAL, Entry
+from torch_mydev.ops.elementwise.entries import entry_of
 from torch_mydev.ops.elementwise.plan import (
     device_of,
     finish,
@@ -40,6 +40,7 @@ from torch_mydev.ops.elementwise.plan import (
     make_plan,
     output_tensors,
 )
+from torch_mydev.ops.per_call import GENERAL, Entry, serve
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_dtype, number_key
 from torch_mydev_rules.iterator.promotion import OperandDtype, dtype_name, result_type
@@ -237,7 +238,7 @@ def _resolved(x: torch.Tensor) -> torch.Tensor:
 
 
 def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
-    """relu / relu_ through a cached ``Entry`` (``entries.serve``: ``a`` read twice); None
+    """relu / relu_ through a cached ``Entry`` (``per_call.serve``: ``a`` read twice); None
     where the general path must run."""
     signature = _signature(self)
     if signature is None:
@@ -246,10 +247,12 @@ def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     if lazy_bits:
         return None
     cache_key = ("relu", key, inplace)
-    call = (self, inplace)
-    return entries.serve(
-        cache_key, entries.lookup(cache_key), _first_relu, call, self if inplace else None,
-        None if inplace else _RELU, key, a_start, a_base + a_nbytes - a_start, a_start, None,
+    memory, entry = entries.MEMORY, entries.lookup(cache_key)
+    target, record_in = (self, None) if inplace else (None, _RELU)
+    room = a_base + a_nbytes - a_start
+    return serve(
+        memory, cache_key, entry, _first_relu, (self, inplace), target, record_in, key,
+        a_start, room, a_start, None,
     )  # fmt: skip
 
 
@@ -265,13 +268,15 @@ def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
     prepared = kernels.prepare_binary(
         "clamp_min", self.dtype, plan.coalesced_shape, (strides[0], strides[1], strides[1]), alpha=0
     )
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], self.dtype, self.get_device())
+    return entry_of(
+        prepared, None, plan.shape, plan.output_strides[0], self.dtype, self.get_device()
+    )
 
 
 def _fast_threshold_backward(
     grad_output: torch.Tensor, self: torch.Tensor, threshold: Number
 ) -> torch.Tensor | None:
-    """threshold_backward through a cached ``Entry`` (``entries.serve``; ``a`` is ``self``,
+    """threshold_backward through a cached ``Entry`` (``per_call.serve``; ``a`` is ``self``,
     ``b`` the gradient); None where the general path must run (arguments it alone handles,
     a signature marked ``GENERAL``, a storage too small)."""
     if not (isinstance(grad_output, torch.Tensor) and isinstance(self, torch.Tensor)):
@@ -285,9 +290,10 @@ def _fast_threshold_backward(
     if lazy_bits:
         return None
     cache_key = ("threshold_backward", key, number_key(threshold))
+    memory, entry = entries.MEMORY, entries.lookup(cache_key)
     call = (grad_output, self, threshold)
-    return entries.serve(
-        cache_key, entries.lookup(cache_key), _first_threshold_backward, call, None, None, key,
+    return serve(
+        memory, cache_key, entry, _first_threshold_backward, call, None, None, key,
         a_start, a_base + a_nbytes - a_start, b_start, b_base + b_nbytes - b_start,
     )  # fmt: skip
 
@@ -316,4 +322,6 @@ def _threshold_backward_entry(
         alpha=threshold,
     )
     out_dtype = plan.output_dtypes[0]
-    return Entry(prepared, None, plan.shape, plan.output_strides[0], out_dtype, self.get_device())
+    return entry_of(
+        prepared, None, plan.shape, plan.output_strides[0], out_dtype, self.get_device()
+    )

@@ -28,6 +28,7 @@ reduction is computed into a temporary and copied (CPU reads what it already wro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,19 @@ _prepared: LRUCache[tuple, kernels.PreparedReduction] = LRUCache(4096)
 
 def _summing(op: str, result_dtype: Callable, functional: Any, out_overload: Any) -> Callable:
     """The kernel of ``sum`` or ``mean`` (their calls differ only in these arguments): a
-    functional call's recorded repeat (``entries.lookup``), else ``_reduce``."""
+    functional call through its signature's entry (``entries.served``), else ``full``."""
+
+    def full(
+        self: torch.Tensor,
+        dim: Dims,
+        keepdim: bool,
+        dtype: torch.dtype | None,
+        out: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, entries.Repeat | None]:
+        to = result_dtype(self.dtype, dtype, None if out is None else out.dtype)
+        overload = functional if out is None else out_overload
+        call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
+        return _reduce(op, self, dim, keepdim, to, out, call)
 
     def kernel(
         self: torch.Tensor,
@@ -81,15 +94,11 @@ def _summing(op: str, result_dtype: Callable, functional: Any, out_overload: Any
         dtype: torch.dtype | None = None,
         out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        key = None
         if out is None:
-            result, key = entries.lookup(op, self, dim, keepdim, dtype)
+            result = entries.served(op, full, self, dim, keepdim, dtype)
             if result is not None:
                 return result
-        to = result_dtype(self.dtype, dtype, None if out is None else out.dtype)
-        overload = functional if out is None else out_overload
-        call = (overload, (self, dim, keepdim), {"dtype": dtype, **_out(out)})
-        return _reduce(op, self, dim, keepdim, to, out, call, key)
+        return full(self, dim, keepdim, dtype, out)[0]
 
     kernel.__name__ = kernel.__qualname__ = op
     return kernel
@@ -139,12 +148,25 @@ def _out(out: torch.Tensor | None) -> dict[str, Any]:
 def _extreme(
     name: str, self: torch.Tensor, dim: Dims, keepdim: bool, out: torch.Tensor | None
 ) -> torch.Tensor:
-    """amax/amin's meta: out's dtype must be self's, an empty input needs non-empty dims."""
-    key = None
+    """amax/amin: a functional call through its signature's entry (``entries.served``),
+    else ``_extreme_full``."""
     if out is None:
-        result, key = entries.lookup(name, self, dim, keepdim, None)
+        result = entries.served(name, _EXTREME_FULL[name], self, dim, keepdim, None)
         if result is not None:
             return result
+    return _extreme_full(name, self, dim, keepdim, None, out)[0]
+
+
+def _extreme_full(
+    name: str,
+    self: torch.Tensor,
+    dim: Dims,
+    keepdim: bool,
+    dtype: None,
+    out: torch.Tensor | None,
+) -> tuple[torch.Tensor, entries.Repeat | None]:
+    """amax/amin's meta: out's dtype must be self's, an empty input needs non-empty dims;
+    then ``_reduce``."""
     if out is not None and out.dtype != self.dtype:
         raise RuntimeError(
             "Expected the dtype for input and out to match, but got "
@@ -157,7 +179,10 @@ def _extreme(
     packet = getattr(torch.ops.aten, name)
     overload = packet.default if out is None else packet.out
     call = (overload, (self, dim, keepdim), _out(out))
-    return _reduce(name, self, dim, keepdim, self.dtype, out, call, key)
+    return _reduce(name, self, dim, keepdim, self.dtype, out, call)
+
+
+_EXTREME_FULL = {name: functools.partial(_extreme_full, name) for name in ("amax", "amin")}
 
 
 def _reduce(
@@ -168,10 +193,9 @@ def _reduce(
     result_dtype: torch.dtype,
     out: torch.Tensor | None,
     call: tuple,
-    key: tuple | None = None,
-) -> torch.Tensor:
-    """The whole path of one call; a functional call with an entry ``key`` (from
-    ``reduction.entries.lookup``) whose kernel ran straight on ``self`` is recorded."""
+) -> tuple[torch.Tensor, entries.Repeat | None]:
+    """The whole path of one call: the result, and what a repeat of a functional call may
+    run (``entries.Repeat``) when the kernel ran straight from ``self`` into a new result."""
     sizes = tuple(self.shape)
     mask = dim_mask(dim, len(sizes))
     shape = reduction_shape(sizes, mask, keepdim)
@@ -182,7 +206,7 @@ def _reduce(
         from torch_mydev.ops.fallback.boxed import run_on_cpu
 
         overload, args, kwargs = call
-        return run_on_cpu(overload, args, kwargs)
+        return run_on_cpu(overload, args, kwargs), None
     if out is None:
         result = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
     else:
@@ -191,26 +215,20 @@ def _reduce(
         writable(out)  # materialised before self's address is read (buffers.py)
         result = out
     if layout.numel(shape) == 0:
-        return result
+        return result, None
     if layout.numel(sizes) == 0:  # CPU: result.zero_(), and a mean divides it by 0
         if op == "sum":
-            return result.zero_()
+            return result.zero_(), None
         total = result if result.dtype == in_dtype else result.to(in_dtype)
         total.zero_().div_(0)  # the NaN's sign bit as CPU's 0 / 0 sets it
-        return result if total is result else copy_(result, total)
+        return (result if total is result else copy_(result, total)), None
     count = reduced_count(sizes, mask)
     if op in ("sum", "mean") and kernels.exact_float_sum(in_dtype, layout.numel(sizes)):
         # CPU's steps, in its order: an out= aliasing self is zeroed before it is read
-        run = _exact_sum(op, self, result, in_dtype, mask, keepdim, count)
-        if key is not None and run is not None:
-            entries.record(key, result, run)
-        return result
+        return result, _exact_sum(op, self, result, in_dtype, mask, keepdim, count)
     if op in ("amax", "amin") and kernels.exact_float_extreme(self.dtype, layout.numel(sizes)):
         # CPU's steps in its order: an out= sharing self's memory is filled before it is read
-        run = _exact_extreme(op, self, result, mask, keepdim)
-        if key is not None:
-            entries.record(key, result, run)
-        return result
+        return result, _exact_extreme(op, self, result, mask, keepdim)
     written = result
     if out is not None and shares_storage(out, self):  # a temporary: no order to follow
         written = allocate(shape, layout.contiguous_strides(shape), result_dtype, self.device)
@@ -218,9 +236,10 @@ def _reduce(
     prepared = _run(op, source, written, mask, keepdim, count)
     if written is not result:
         copy_(result, written)
-    elif key is not None and source is self:
-        entries.record(key, result, kernels.runner(prepared))
-    return result
+        return result, None
+    if source is not self:
+        return result, None
+    return result, (kernels.runner(prepared), prepared.extents[1])
 
 
 def _exact_sum(
@@ -231,7 +250,7 @@ def _exact_sum(
     mask: tuple[bool, ...],
     keepdim: bool,
     count: int,
-) -> Callable[[int, int, int], None] | None:
+) -> entries.Repeat | None:
     """CPU's serial float ``mean_out`` / ``sum_out`` step by step: a float32 result for a
     float16/bfloat16 mean (``result.to(float)``), the sum, ``div_(count)`` for a mean, then
     the cast into the result. Returns what a repeat may run (``reduction.entries``) when
@@ -246,7 +265,7 @@ def _exact_sum(
         return None
     if prepared is None or self.dtype != in_dtype:
         return None
-    return kernels.cascade_runner(prepared, divisor)
+    return kernels.cascade_runner(prepared, divisor), prepared.extents[1]
 
 
 def _exact_extreme(
@@ -262,7 +281,7 @@ def _exact_extreme(
         prepared = kernels.prepare_extreme(plan, self.dtype, op == "amax")
         _prepared.put(key, prepared)
     kernels.run_cascade(prepared, _operand(result), _operand(self))
-    return kernels.cascade_runner(prepared, 0)
+    return kernels.cascade_runner(prepared, 0), prepared.extents[1]
 
 
 def _cascade_sum(

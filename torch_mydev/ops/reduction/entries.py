@@ -1,65 +1,70 @@
-"""Decides nothing: remembers how a functional reduction call ran, so its repeat skips the rest.
+"""Decides nothing: serves a repeated functional reduction call through ``per_call.serve``.
 
 Kept per (op, the input's ``_C._signature`` key -- sizes, strides, dtype, device --, the
 dims as given, ``keepdim``, ``dtype=``, torch's thread count): the result's sizes, strides
 and dtype, and the prepared kernel (``kernels.reduction``) that the first call ran straight
 on the input. A repeated call allocates the result and runs that kernel: the checks, the
-plan and the kernel set-up gave the same answers the first time, and a call that raised,
-fell back to CPU, reduced a cast temporary or an empty input was never recorded. Only
-functional calls use it (``sum(x, 1)``, not ``sum(x, 1, out=y)``).
+plan and the kernel set-up gave the same answers the first time. A signature whose first
+call fell back to CPU, reduced a cast temporary, went through a float32 buffer or reduced
+an empty input is ``GENERAL``: its repeats take the whole path again. A call that raised
+leaves nothing. Only functional calls use it (``sum(x, 1)``, not ``sum(x, 1, out=y)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import torch
 
 from torch_mydev import _C
+from torch_mydev.ops.per_call import GENERAL, Entry, serve
 from torch_mydev_rules.iterator.cache import LRUCache
 
-__all__ = ["Entry", "lookup", "record"]
+__all__ = ["Full", "Repeat", "served"]
+
+Repeat = tuple[Callable[[int, int, int], None], int]
+"""What a repeat of a call may run: ``run(out address, input address, bytes the input's
+storage holds from there)`` (``kernels.reduction.runner`` / ``cascade_runner``), and the
+bytes from the input's element 0 that it reads."""
+Full = Callable[..., tuple[torch.Tensor, Repeat | None]]
+"""An op's whole path, ``full(self, dim, keepdim, dtype, out)``: its result, and what a
+repeat may run (None: the kernel did not run straight from the input into a new result)."""
 
 _signature = _C._signature
-_empty_strided = _C._empty_strided
+_entries: LRUCache[tuple, Entry | object] = LRUCache(4096)
 
 
-class Entry(NamedTuple):
-    """A recorded call: the result's layout, and ``run(out address, input address, bytes
-    the input's storage holds from there)``."""
-
-    sizes: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: torch.dtype
-    run: Callable[[int, int, int], None]
-
-
-_entries: LRUCache[tuple, Entry] = LRUCache(4096)
-
-
-def lookup(
-    op: str, self: torch.Tensor, dim, keepdim: bool, dtype: torch.dtype | None
-) -> tuple[torch.Tensor | None, tuple | None]:
-    """``(result, key)``: the result of a recorded call (and its key), or ``(None, key)`` for
-    a call to record after the full path (``key`` None: never recorded, such as a tensor
-    with a lazy conjugate/negative bit)."""
+def served(
+    op: str, full: Full, self: torch.Tensor, dim, keepdim: bool, dtype: torch.dtype | None
+) -> torch.Tensor | None:
+    """The result of a functional call through its signature's entry (the first call runs
+    ``full``), or None where the caller runs ``full`` itself: a tensor without host storage
+    or with a lazy conjugate/negative bit, a ``GENERAL`` signature, a storage too small."""
     signature = _signature(self)
     if signature is None:
-        return None, None
+        return None
     key, lazy_bits, start, base, nbytes = signature
     if lazy_bits:
-        return None, None
+        return None
     dims = dim if dim is None or isinstance(dim, int) else tuple(dim)
     cache_key = (op, key, dims, keepdim, dtype, torch.get_num_threads())
-    entry = _entries.peek(cache_key)
-    if entry is None:
-        return None, cache_key
-    out = _empty_strided(entry.sizes, entry.strides, entry.dtype, self.get_device())
-    entry.run(out.data_ptr(), start, base + nbytes - start)
-    return out, cache_key
+    call = (full, self, dim, keepdim, dtype)
+    return serve(
+        _entries, cache_key, _entries.peek(cache_key), _first, call, None, None, key,
+        start, base + nbytes - start, 0, None,
+    )  # fmt: skip
 
 
-def record(key: tuple, result: torch.Tensor, run: Callable[[int, int, int], None]) -> None:
-    """Remember that the call ``key`` made ``result``'s layout and ran ``run`` on its input."""
-    _entries.put(key, Entry(tuple(result.shape), result.stride(), result.dtype, run))
+def _first(
+    full: Full, self: torch.Tensor, dim, keepdim: bool, dtype: torch.dtype | None
+) -> tuple[torch.Tensor, Entry | object]:
+    """A signature's first call: the whole path, then the entry of what it ran, if any."""
+    result, repeat = full(self, dim, keepdim, dtype, None)
+    if repeat is None:
+        return result, GENERAL
+    run, extent = repeat
+    # The loop is told the input holds ``extent`` bytes: ``serve`` has checked the storage
+    # holds at least that many; the runner still checks the alignment.
+    sizes, strides = tuple(result.shape), result.stride()
+    device = result.get_device()
+    return result, Entry(run, (extent,), (0, extent), False, sizes, strides, result.dtype, device)
