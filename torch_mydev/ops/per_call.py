@@ -22,9 +22,10 @@ from torch_mydev import _C
 from torch_mydev.ops import replay
 from torch_mydev_rules.iterator.cache import LRUCache
 
-__all__ = ["GENERAL", "Entry", "serve"]
+__all__ = ["GENERAL", "Entry", "serve", "serve_one"]
 
 _empty_strided = _C._empty_strided
+_signature = _C._signature
 
 
 class _General:
@@ -149,3 +150,31 @@ def serve(
     else:
         entry.kernel(out_start, a_start, *entry.args)
     return out
+
+
+def serve_one(
+    memory: LRUCache,
+    head: tuple,
+    self: torch.Tensor,
+    first: Callable[..., tuple[torch.Tensor, Entry | _General]],
+    call: tuple,
+    target: torch.Tensor | None,
+    record_in: dict | None,
+) -> torch.Tensor | None:
+    """``serve`` for a call whose one tensor operand is ``self`` (unary ops, relu, the
+    reductions): its signature is read here and the cache key is ``(head, signature key)``,
+    ``head`` holding the call's own arguments. A loop that reads a second operand reads
+    ``self`` again (relu's ``clamp_min`` loop). None, before any lookup, for a tensor
+    without host storage or with a lazy conjugate/negative bit: the general path runs."""
+    signature = _signature(self)
+    if signature is None:
+        return None
+    key, lazy_bits, start, base, nbytes = signature
+    if lazy_bits:
+        return None
+    cache_key = (head, key)
+    entry = memory.peek(cache_key)
+    room = base + nbytes - start
+    return serve(
+        memory, cache_key, entry, first, call, target, record_in, key, start, room, start, None
+    )

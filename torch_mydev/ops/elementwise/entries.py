@@ -21,7 +21,7 @@ from torch_mydev.ops import replay
 from torch_mydev.ops.elementwise import general
 from torch_mydev.ops.elementwise.checks import Arg
 from torch_mydev.ops.elementwise.plan import kernel_op, make_plan, opmath_scalar
-from torch_mydev.ops.per_call import GENERAL, Entry, serve
+from torch_mydev.ops.per_call import GENERAL, Entry, serve, serve_one
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
@@ -165,16 +165,10 @@ def _type_key(cache_key: tuple, number: Number) -> tuple:
     return (*cache_key[:3], type(number), *cache_key[4:])
 
 
-def _first_binary(
-    cache_key: tuple,
-    name: str,
-    mode: str | None,
-    self: torch.Tensor,
-    other: Arg,
-    alpha: Number,
-    inplace: bool,
-) -> tuple[torch.Tensor, Entry | object]:
-    """Answer a call signature's first call with the general path, then make its entry."""
+def _first_binary(cache_key: tuple, *call: object) -> tuple[torch.Tensor, Entry | object]:
+    """Answer a call signature's first call with the general path, then make its entry;
+    ``call`` is ``_binary_entry``'s arguments."""
+    name, mode, self, other, alpha, inplace = call
     target = self if inplace else None
     if name in kernels.COMPARISONS:
         result = general.general_compare(name, self, other, out=target, inplace=inplace)
@@ -182,7 +176,7 @@ def _first_binary(
         result = general.general_arithmetic(
             name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
         )
-    entry = _binary_entry(name, mode, self, other, alpha, inplace)
+    entry = _binary_entry(*call)
     if not isinstance(other, torch.Tensor):
         _by_number_type.put(_type_key(cache_key, other), entry)
     return result, entry
@@ -251,26 +245,13 @@ def _binary_entry(
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
-    """neg and abs (functional or in-place) through a cached ``Entry`` (``serve``, no
-    ``b``). None where the general path must run, as for ``fast_binary``; complex ``abs``
-    (a real result) always takes it."""
-    signature = _signature(self)
-    if signature is None:
-        return None
-    key, lazy_bits, a_start, a_base, a_nbytes = signature
-    if lazy_bits:
-        return None
-    cache_key = (name, key, inplace)
-    entry = _entries.peek(cache_key)
-    if entry is None and self.is_complex() and name == "abs":
-        return None
-    target = self if inplace else None
-    record_in = None if inplace else replay.TABLES[name]
-    call = (name, self, inplace)
-    return serve(
-        _entries, cache_key, entry, _first_unary, call, target, record_in, key,
-        a_start, a_base + a_nbytes - a_start, 0, None,
-    )  # fmt: skip
+    """neg and abs (functional or in-place) through a cached ``Entry`` (``serve_one``).
+    None where the general path must run, as for ``fast_binary``; complex ``abs`` (a real
+    result) always takes it."""
+    target, record_in = (self, None) if inplace else (None, replay.TABLES[name])
+    return serve_one(
+        _entries, (name, inplace), self, _first_unary, (name, self, inplace), target, record_in
+    )
 
 
 def _first_unary(
@@ -282,8 +263,11 @@ def _first_unary(
 
 
 def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | object:
-    """The entry of a unary call the general path has just answered, or ``GENERAL``."""
+    """The entry of a unary call the general path has just answered, or ``GENERAL`` (a
+    complex ``abs``, whose result is real, too)."""
     if self.device.type == "cpu" or self.dtype not in _FAST_DTYPES:
+        return GENERAL
+    if self.is_complex() and name == "abs":
         return GENERAL
     config = iterator_config(name)
     plan, _ = make_plan(self if inplace else None, [self], config, inplace=inplace)

@@ -40,7 +40,7 @@ from torch_mydev.ops.elementwise.plan import (
     make_plan,
     output_tensors,
 )
-from torch_mydev.ops.per_call import GENERAL, Entry, serve
+from torch_mydev.ops.per_call import GENERAL, Entry, serve, serve_one
 from torch_mydev_rules.iterator.families import iterator_config
 from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_dtype, number_key
 from torch_mydev_rules.iterator.promotion import OperandDtype, dtype_name, result_type
@@ -238,22 +238,13 @@ def _resolved(x: torch.Tensor) -> torch.Tensor:
 
 
 def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
-    """relu / relu_ through a cached ``Entry`` (``per_call.serve``: ``a`` read twice); None
-    where the general path must run."""
-    signature = _signature(self)
-    if signature is None:
-        return None
-    key, lazy_bits, a_start, a_base, a_nbytes = signature
-    if lazy_bits:
-        return None
-    cache_key = ("relu", key, inplace)
-    memory, entry = entries.MEMORY, entries.lookup(cache_key)
+    """relu / relu_ through a cached ``Entry`` (``per_call.serve_one``: ``a`` read twice);
+    None where the general path must run."""
     target, record_in = (self, None) if inplace else (None, _RELU)
-    room = a_base + a_nbytes - a_start
-    return serve(
-        memory, cache_key, entry, _first_relu, (self, inplace), target, record_in, key,
-        a_start, room, a_start, None,
-    )  # fmt: skip
+    memory = entries.MEMORY
+    return serve_one(
+        memory, ("relu", inplace), self, _first_relu, (self, inplace), target, record_in
+    )
 
 
 def _first_relu(self: torch.Tensor, inplace: bool) -> tuple[torch.Tensor, Entry | object]:

@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from torch_mydev import _C
-from torch_mydev.ops.per_call import GENERAL, Entry, serve
+from torch_mydev.ops.per_call import GENERAL, Entry, serve_one
 from torch_mydev_rules.iterator.cache import LRUCache
 
 __all__ = ["Full", "Repeat", "served"]
@@ -30,7 +29,6 @@ Full = Callable[..., tuple[torch.Tensor, Repeat | None]]
 """An op's whole path, ``full(self, dim, keepdim, dtype, out)``: its result, and what a
 repeat may run (None: the kernel did not run straight from the input into a new result)."""
 
-_signature = _C._signature
 _entries: LRUCache[tuple, Entry | object] = LRUCache(4096)
 
 
@@ -40,19 +38,9 @@ def served(
     """The result of a functional call through its signature's entry (the first call runs
     ``full``), or None where the caller runs ``full`` itself: a tensor without host storage
     or with a lazy conjugate/negative bit, a ``GENERAL`` signature, a storage too small."""
-    signature = _signature(self)
-    if signature is None:
-        return None
-    key, lazy_bits, start, base, nbytes = signature
-    if lazy_bits:
-        return None
     dims = dim if dim is None or isinstance(dim, int) else tuple(dim)
-    cache_key = (op, key, dims, keepdim, dtype, torch.get_num_threads())
-    call = (full, self, dim, keepdim, dtype)
-    return serve(
-        _entries, cache_key, _entries.peek(cache_key), _first, call, None, None, key,
-        start, base + nbytes - start, 0, None,
-    )  # fmt: skip
+    head = (op, dims, keepdim, dtype, torch.get_num_threads())
+    return serve_one(_entries, head, self, _first, (full, self, dim, keepdim, dtype), None, None)
 
 
 def _first(
