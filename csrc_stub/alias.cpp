@@ -4,9 +4,12 @@
 // kernels work on such aliases with no copy. Metadata only: no layout rule lives here.
 //
 // The alias's storage is a CPU StorageImpl over the mydev bytes whose DataPtr context holds
-// a reference to the mydev storage, so the bytes live as long as either tensor. It is not
-// resizable: a CPU op that must grow it raises instead of moving mydev memory behind
-// torch's back. Two aliases share one CPU storage only when the second is made with the
+// a reference to the mydev storage, so the bytes live as long as either tensor. By default
+// it is not resizable: a CPU op that must grow it raises instead of moving mydev memory
+// behind torch's back. A `growable` alias (the CPU fallback's) is resizable on CPU's
+// allocator: a CPU op that grows an out= alias gets new CPU memory (the old bytes copied
+// over, as ATen's resize_bytes_cpu does), the alias then no longer reaches mydev memory,
+// and the fallback's write-back gives the mydev tensor CPU's layout and bytes. Two aliases share one CPU storage only when the second is made with the
 // first as `like`; aliasing and overlap checks (at::get_overlap_status) compare storages,
 // so callers that alias several tensors of one mydev storage must pass `like`.
 //
@@ -56,7 +59,7 @@ void release_storage(void* ctx) {
 
 // Written through: a copy-on-write mydev storage is materialised first (mutable access), as
 // a CPU kernel writing a copy-on-write tensor materialises it.
-c10::Storage cpu_storage_over(const c10::Storage& storage) {
+c10::Storage cpu_storage_over(const c10::Storage& storage, bool growable) {
   auto* keep = new c10::Storage(storage);
   c10::DataPtr data(
       storage.mutable_data(), keep, &release_storage, c10::Device(c10::DeviceType::CPU));
@@ -64,15 +67,15 @@ c10::Storage cpu_storage_over(const c10::Storage& storage) {
       c10::Storage::use_byte_size_t(),
       storage.nbytes(),
       std::move(data),
-      /*allocator=*/nullptr,
-      /*resizable=*/false);
+      growable ? c10::GetCPUAllocator() : nullptr,
+      /*resizable=*/growable);
 }
 
 // Read only, over a copy-on-write mydev storage: a CPU storage holding a copy-on-write
 // reference of its own to the shared bytes (c10::impl::cow, as _lazy_clone makes one). Reads
 // materialise nothing and the bytes live as long as this reference; a write materialises
 // this CPU storage alone, into a copy from CPU's allocator, and never reaches mydev memory.
-c10::Storage cow_cpu_storage_over(const c10::Storage& storage) {
+c10::Storage cow_cpu_storage_over(const c10::Storage& storage, bool growable) {
   const c10::intrusive_ptr<c10::StorageImpl> clone =
       c10::impl::cow::lazy_clone_storage(*storage.unsafeGetStorageImpl());
   TORCH_INTERNAL_ASSERT(clone, "_cpu_alias: lazy_clone_storage refused a copy-on-write storage");
@@ -84,7 +87,7 @@ c10::Storage cow_cpu_storage_over(const c10::Storage& storage) {
       storage.nbytes(),
       std::move(data),
       c10::GetCPUAllocator(),
-      /*resizable=*/false);
+      /*resizable=*/growable);
   impl->set_materializer(&c10::impl::cow::materialize_cow);
   return c10::Storage(std::move(impl));
 }
@@ -137,7 +140,10 @@ void drop_held_alias_now() {
 }
 
 at::Tensor cpu_alias(
-    const at::Tensor& tensor, const std::optional<at::Tensor>& like, bool readonly) {
+    const at::Tensor& tensor,
+    const std::optional<at::Tensor>& like,
+    bool readonly,
+    bool growable) {
   TORCH_CHECK(
       tensor.defined() && tensor.device().type() == kDeviceType &&
           tensor.layout() == c10::kStrided && tensor.has_storage(),
@@ -153,9 +159,9 @@ at::Tensor cpu_alias(
         "_cpu_alias: `like` must be a CPU alias of the same mydev storage");
     cpu_storage = like->storage();
   } else if (readonly && c10::impl::cow::is_cow_data_ptr(storage.data_ptr())) {
-    cpu_storage = cow_cpu_storage_over(storage);
+    cpu_storage = cow_cpu_storage_over(storage, growable);
   } else {
-    cpu_storage = cpu_storage_over(storage);
+    cpu_storage = cpu_storage_over(storage, growable);
   }
   at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(
       std::move(cpu_storage), c10::DispatchKeySet(c10::DispatchKey::CPU), tensor.dtype());

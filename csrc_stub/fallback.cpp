@@ -17,9 +17,9 @@
 // op run on CPU through the dispatcher, a return that is a written argument given back as
 // that argument, an alias given back as its mydev tensor, a new result adopted (its block
 // becomes mydev memory, alias.cpp) or, when it cannot be, copied by Python's `to_mydev`.
-// An op that changed a written tensor's layout has it restrided by Python's `write_back`. An
-// op that raises here runs again through Python, which raises or recovers as it decides
-// (an out= alias the op had to grow runs again over copies).
+// An op that changed a written tensor's layout (an out= alias it grew: a growable alias gets
+// new CPU memory, alias.cpp) has it restrided and copied by Python's `write_back`. An op
+// that raises here runs again through Python, which raises as CPU raises.
 #include "mydev.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -233,12 +233,14 @@ struct Call {
       const void* data = t.storage().data();
       const size_t nbytes = t.storage().nbytes();
       for (const auto& [mydev, alias] : seen) {
-        if (alias.storage().data() == data && alias.storage().nbytes() == nbytes) {
+        // Storages without bytes are told apart by identity: each may be grown on its own.
+        if (data != nullptr && alias.storage().data() == data &&
+            alias.storage().nbytes() == nbytes) {
           like = alias;
           break;
         }
       }
-      at::Tensor alias = cpu_alias(t, like, /*readonly=*/true);
+      at::Tensor alias = cpu_alias(t, like, /*readonly=*/true, /*growable=*/true);
       seen.emplace_back(impl, alias);
       originals.emplace_back(alias.unsafeGetTensorImpl(), t);
       return alias;

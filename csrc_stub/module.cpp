@@ -282,10 +282,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       pybind11::arg("tensor"),
       pybind11::arg("like") = pybind11::none(),
       pybind11::arg("readonly") = false,
+      pybind11::arg("growable") = false,
       "A CPU tensor over the mydev tensor's bytes (same sizes, strides, offset, dtype); with "
       "`like` (an earlier alias of the same storage) it shares that alias's CPU storage. A "
       "copy-on-write storage is materialised first unless `readonly` (the alias is then "
-      "copy-on-write too)");
+      "copy-on-write too). A `growable` alias's storage is resizable on CPU's allocator: "
+      "a CPU op that grows it moves it to new CPU memory");
   pybind11::module_::import("atexit").attr("register")(
       pybind11::cpp_function(&mydev::python_exit_guard));
   m.def("_hold_alias_on_a_native_thread", &mydev::hold_alias_on_a_native_thread,

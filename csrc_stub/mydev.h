@@ -89,7 +89,10 @@ at::Tensor empty_strided(
 // copy-on-write mydev storage is materialised first, unless `readonly`: then the alias is
 // itself copy-on-write over the shared bytes (reading it materialises nothing).
 at::Tensor cpu_alias(
-    const at::Tensor& tensor, const std::optional<at::Tensor>& like, bool readonly = false);
+    const at::Tensor& tensor,
+    const std::optional<at::Tensor>& like,
+    bool readonly = false,
+    bool growable = false);
 
 // Fills the new tensor `tensor` as ATen's empty_cpu does under
 // torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (NaN, or the

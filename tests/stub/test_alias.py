@@ -62,6 +62,19 @@ def test_conj_and_neg_bits_carry_over():
     assert torch.equal(alias.resolve_conj(), z.cpu().resolve_conj())
 
 
+def test_a_growable_alias_moves_to_cpu_memory_when_grown():
+    """The fallback's aliases are ``growable``: a CPU op that grows one (an empty ``out=``)
+    gets new CPU memory holding the old bytes; the mydev tensor is left as it was."""
+    mydev = torch.arange(4.0).to("mydev")
+    alias = _C._cpu_alias(mydev, None, True, True)
+    assert alias.data_ptr() == mydev.data_ptr()
+    alias.resize_(100)
+    assert alias.data_ptr() != mydev.data_ptr()
+    assert torch.equal(alias[:4], torch.arange(4.0))
+    alias.fill_(7.0)
+    assert torch.equal(mydev.cpu(), torch.arange(4.0))
+
+
 def test_alias_is_not_resizable_and_bad_input_raises():
     alias = _C._cpu_alias(torch.zeros(2, device="mydev"))
     with pytest.raises(RuntimeError, match="not resizable"):

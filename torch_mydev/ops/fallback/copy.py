@@ -17,7 +17,9 @@ alias is copy-on-write itself, ``csrc_stub/alias.cpp``).
 
 Either way, an output whose sizes, strides or storage the CPU op changed (``resize_output``,
 ``as_strided_``, ``set_``: ``out=`` of ``linalg_lstsq``) is given CPU's final sizes, strides
-and storage offset on mydev (``write_back``), growing its mydev storage if needed.
+and storage offset on mydev (``write_back``), growing its mydev storage if needed. An alias
+the CPU op had to grow (an empty ``out=``) is resizable on CPU's allocator (``growable``):
+it moves to new CPU memory, and ``write_back`` copies what the op wrote there.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from torch_mydev.ops import quantized
 __all__ = [
     "Aliases",
     "Copies",
-    "grows_an_alias",
     "materialize",
     "move",
     "to_mydev",
@@ -42,16 +43,6 @@ __all__ = [
 ]
 
 _CPU = torch.device("cpu")
-
-
-def grows_an_alias(error: RuntimeError) -> bool:
-    """Whether a CPU op failed because it had to grow an out= tensor that is an alias of
-    mydev memory (an alias's storage is not resizable: mydev memory cannot move under it).
-
-    The one place that tells this error apart, by the message c10's ``StorageImpl`` raises
-    ("Trying to resize storage that is not resizable"): torch gives it no type of its own.
-    The callers then run the op again over copies, which CPU may resize."""
-    return "not resizable" in str(error)
 
 
 def is_mydev(value: Any) -> bool:
@@ -248,8 +239,12 @@ class Aliases(Copies):
 
     def _make(self, t: torch.Tensor) -> torch.Tensor:
         key = _C._storage_span(t)
+        if not key[0]:  # no bytes: storages told apart by identity (an empty out= grows)
+            key = (t.untyped_storage()._cdata, -1)
         like = self._first.get(key)
-        alias = _C._cpu_alias(t, like, True)  # what the op writes was materialised first
+        # what the op writes was materialised first; an out= alias the op grows moves to
+        # CPU memory, and ``write_back`` gives the mydev tensor CPU's layout and bytes
+        alias = _C._cpu_alias(t, like, True, True)
         if like is None:
             self._first[key] = alias
         return alias

@@ -34,7 +34,6 @@ from torch_mydev.ops.fallback import boxed as fallback
 from torch_mydev.ops.fallback import devices as fd
 from torch_mydev.ops.fallback import schema as fs
 from torch_mydev.ops.fallback.adopt import may_adopt
-from torch_mydev.ops.fallback.copy import grows_an_alias
 from torch_mydev.ops.fallback.sparse_convert import (
     SparseArgs,
     materialize,
@@ -133,9 +132,9 @@ def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     Devices are checked as CUDA checks them (``fallback.devices``); written arguments are
     materialised first (a copy-on-write one gets its own bytes, as on CPU) and end
     with what CPU left in their aliases; results come back as mydev tensors
-    (``SparseArgs.to_mydev``). An ``out=`` tensor CPU must grow (an alias cannot) makes the
-    call run again over copies, as the dense fallback does; so does ``fallback.zero_copy``
-    set to False (``TORCH_MYDEV_FALLBACK_COPY=1``).
+    (``SparseArgs.to_mydev``). Aliases of parts CPU must grow move to CPU memory and are
+    written back, as in the dense fallback; ``fallback.zero_copy`` set to False
+    (``TORCH_MYDEV_FALLBACK_COPY=1``) runs the call over copies.
     """
     op_info = fs.resolve(op, args, kwargs)
     values = fs.bind(op_info, args, kwargs)
@@ -145,13 +144,7 @@ def run_sparse(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     for written, value in zip(op_info.written, values, strict=True):
         if written:
             materialize(value)
-    if fallback.zero_copy:
-        try:
-            return _run(op_info, values, device, copies=False)
-        except RuntimeError as error:
-            if not grows_an_alias(error):
-                raise
-    return _run(op_info, values, device, copies=True)
+    return _run(op_info, values, device, copies=not fallback.zero_copy)
 
 
 def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, copies: bool) -> Any:
