@@ -43,9 +43,9 @@ GENERAL = _General()
 class Entry:
     """What a repeat of one call signature runs: a loop and its new output's layout.
 
-    ``kernel(out, a[, b], *args)`` is the loop, called with the addresses of element 0 of
-    the output and the inputs (``binary``: whether it reads a ``b`` address); ``extents``
-    the bytes from element 0 that the output and each input must hold. ``sizes`` /
+    ``kernel(out, a[, b[, c]], *args)`` is the loop, called with the addresses of element
+    0 of the output and of its ``inputs`` (1, 2 or 3); ``extents`` the bytes from element 0
+    that the output and each input must hold. ``sizes`` /
     ``strides`` / ``dtype`` / ``device`` (an index) describe the new output of a functional
     call. ``prepared`` is the kernel's own set-up when the stub may replay it (its
     ``replay_block``), ``constant`` the bytes of a Python number operand the loop reads at
@@ -55,13 +55,13 @@ class Entry:
 
     __slots__ = (
         "args",
-        "binary",
         "constant",
         "constant_address",
         "convert",
         "device",
         "dtype",
         "extents",
+        "inputs",
         "kernel",
         "prepared",
         "sizes",
@@ -73,7 +73,7 @@ class Entry:
         kernel: Callable[..., object],
         args: tuple,
         extents: tuple[int, ...],
-        binary: bool,
+        inputs: int,
         sizes: tuple[int, ...],
         strides: tuple[int, ...],
         dtype: torch.dtype,
@@ -86,7 +86,7 @@ class Entry:
         self.kernel = kernel
         self.args = args
         self.extents = extents
-        self.binary = binary
+        self.inputs = inputs
         self.sizes = sizes
         self.strides = strides
         self.dtype = dtype
@@ -110,6 +110,8 @@ def serve(
     a_room: int,
     b_start: int,
     b_room: int | None,
+    c_start: int = 0,
+    c_room: int | None = None,
 ) -> torch.Tensor | None:
     """One call of a signature through what its first call decided, step by step.
 
@@ -118,9 +120,10 @@ def serve(
        ``GENERAL``, remembered under ``cache_key``. A call that raises leaves nothing.
     2. ``GENERAL``: None, and the caller runs the general path.
     3. The storages: ``a_room`` (``b_room``) is how many bytes ``a``'s (``b``'s) storage
-       holds from its element 0 at ``a_start`` (``b_start``), and must cover the entry's
-       extent; else None, and the general path raises. ``b_room`` None: ``b`` is no
-       tensor's (a number's bytes the entry holds, or ``a`` read twice).
+       holds from its element 0 at ``a_start`` (``b_start``, and ``c`` for a third input),
+       and must cover the entry's extent; else None, and the general path raises.
+       ``b_room`` None: ``b`` is no tensor's (a number's bytes the entry holds, or ``a``
+       read twice).
     4. The record: ``record_in`` is the stub's replay table when the call is one it may
        replay (functional, every operand a tensor, ``alpha`` 1); the signature's repeat is
        recorded there under ``key`` (its ``_C._signature`` key), and the stub runs the
@@ -137,6 +140,8 @@ def serve(
     extents = entry.extents
     if a_room < extents[1] or (b_room is not None and b_room < extents[2]):
         return None
+    if c_room is not None and c_room < extents[3]:
+        return None
     if record_in is not None and key not in record_in:
         replay.record(record_in, key, entry)
     if target is None:
@@ -144,11 +149,14 @@ def serve(
         out_start = out.data_ptr()
     else:
         out, out_start = target, a_start
-    if entry.binary:
+    inputs = entry.inputs
+    if inputs == 2:
         if entry.kernel(out_start, a_start, b_start, *entry.args):
             raise RuntimeError("ZeroDivisionError")
-    else:
+    elif inputs == 1:
         entry.kernel(out_start, a_start, *entry.args)
+    else:
+        entry.kernel(out_start, a_start, b_start, c_start, *entry.args)
     return out
 
 

@@ -196,3 +196,42 @@ def test_a_new_number_reuses_its_types_entry(dtype, values, call, monkeypatch) -
             continue
         assert same_bits(got.cpu(), expected), (v, got.cpu(), expected)
     assert len(elementwise_entries._entries) == stored
+
+
+_WHERE_DTYPES = [torch.float64, torch.float32, torch.bfloat16, torch.bool, torch.int8]
+
+
+@pytest.mark.parametrize("dtype", _WHERE_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "layout",
+    ["broadcast scalar", "transposed", "channels_last beside a slice"],
+)
+def test_a_repeated_where_runs_its_entry_like_cpu(dtype, layout, monkeypatch) -> None:
+    """``where`` of three mydev tensors: the first call plans (``general_where``), the
+    repeats run the signature's entry (the general path is forbidden then) with CPU's
+    bits, sizes and strides. A masked attention score (a 0-dim mask value) is the case
+    real models make every step."""
+    from torch_mydev.ops.elementwise import aten as elementwise_aten
+
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(2, 4, 8, 8, generator=g) * 5).to(dtype)
+    mask = torch.randn(1, 1, 8, 8, generator=g) > 0
+    if layout == "broadcast scalar":
+        cond, x, y = mask, a, torch.full([], 3, dtype=dtype)
+    elif layout == "transposed":
+        cond, x, y = mask.expand(2, 4, 8, 8).transpose(2, 3), a.transpose(2, 3), a[0:1]
+    else:
+        cond, x, y = mask, a.contiguous(memory_format=torch.channels_last), a[:, :1]
+    expected = torch.where(cond, x, y)
+    on_mydev = [t.to("mydev") for t in (cond, x, y)]
+    torch.where(*on_mydev)  # the first call: the general path, then the entry
+    monkeypatch.setattr(elementwise_aten, "general_where", _refuse_where)
+    for _ in range(2):
+        got = torch.where(*on_mydev)
+        assert got.device.type == "mydev"
+        assert got.stride() == expected.stride() and got.dtype == expected.dtype
+        assert same_bits(got.cpu(), expected)
+
+
+def _refuse_where(*args, **kwargs):
+    raise AssertionError("the general path ran for a cached where signature")

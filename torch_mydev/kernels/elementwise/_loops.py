@@ -362,4 +362,18 @@ def unary_at(out_address, a_address, lane, meta, strides, shape):
     return unary_kernel(meta[2], out, a, base, strides, shape, meta[3])
 
 
+@njit(**JIT)
+def where_at(
+    out_address, cond_address, a_address, b_address, lane, cond_lane, meta, strides, shape
+):
+    """``where_kernel`` at four addresses (``out``, ``a``, ``b`` of one lane type, ``cond``
+    bytes); ``meta`` = extents of out, cond, a, b."""
+    out = numba.carray(_pointer(out_address, lane), meta[0])
+    cond = numba.carray(_pointer(cond_address, cond_lane), meta[1])
+    a = numba.carray(_pointer(a_address, lane), meta[2])
+    b = numba.carray(_pointer(b_address, lane), meta[3])
+    base = np.zeros(4, np.int64)
+    return where_kernel(out, cond, a, b, base, strides, shape)
+
+
 seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

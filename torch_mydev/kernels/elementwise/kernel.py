@@ -76,6 +76,8 @@ _LAYOUTS = {dtype: layout_of(dtype) for dtype in SUPPORTED_DTYPES}
 # bfloat16 bits widen to float32).
 _OWN_COMPUTE = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 _REDUCED = (torch.float16, torch.bfloat16)
+# The loops the stub's replay runs (``Prepared.replay_block``).
+_REPLAYED = frozenset({"binary", "compare", "unary"})
 # Where moves lanes unchanged: any dtype of one width moves as that width's unsigned lane.
 _MOVE_LANES = {
     1: np.dtype(np.uint8),
@@ -110,14 +112,14 @@ class Prepared(NamedTuple):
     kernel: Callable
     args: tuple
     extents: tuple[int, ...]
-    kind: str = ""  # the loop: "binary", "compare" or "unary" ("" for an empty iteration)
+    kind: str = ""  # the loop: "binary", "compare", "unary", "where" ("": an empty iteration)
 
     def replay_block(self) -> tuple[int, np.ndarray] | None:
         """The C entry's address and the parameter block that run this loop from the stub's
         replay (``_replay.py``), or None for a loop it does not replay: an empty iteration or
         a parallel one (a large layout, whose cost is the loop, not the call). The
         arguments' order is this module's own; nothing outside it unpacks them."""
-        if not self.kind or isinstance(self.kernel, ParallelKernel):
+        if self.kind not in _REPLAYED or isinstance(self.kernel, ParallelKernel):
             return None
         from torch_mydev.kernels.elementwise import _replay
 
@@ -206,6 +208,31 @@ def prepare_unary(
     args = (*_tokens((lane,)), meta, lane_strides, shape_)
     cheap = dtype not in _REDUCED and not dtype.is_complex
     return _prepared("unary", 2, args, extents, _threshold(shape_, cheap))
+
+
+def prepare_where(
+    dtype: torch.dtype,
+    shape: tuple[int, ...],
+    strides: tuple[tuple[int, ...], ...],
+) -> Prepared | None:
+    """``where``'s set-up: a bool condition, ``a`` / ``b`` / out of ``dtype`` (moved as
+    lanes of its width, bits kept); byte ``strides`` (out, cond, a, b). None for a plan
+    large enough to run in parallel: ``where`` runs it."""
+    lane = _MOVE_LANES[dtype.itemsize]
+    cond_lane = _LAYOUTS[torch.bool].element
+    shape_, lane_strides, units, extents = _lay_out(shape, strides, (lane, cond_lane, lane, lane))
+    if not extents[0]:
+        return _EMPTY_WHERE
+    if int(np.prod(shape_)) >= _threshold(shape_, True)[1]:
+        return None
+    args = (
+        _TOKENS[lane],
+        _TOKENS[cond_lane],
+        np.array(units, dtype=np.int64),
+        lane_strides,
+        shape_,
+    )
+    return _prepared("where", 4, args, extents, (0, 1))
 
 
 def binary(
@@ -532,6 +559,7 @@ def _nothing(*args: object) -> int:
 
 
 _EMPTY = Prepared(_nothing, (), (0, 0, 0))
+_EMPTY_WHERE = Prepared(_nothing, (), (0, 0, 0, 0))
 # One array of each lane type: the loops over addresses read their lane type from it.
 _TOKENS = {
     lane: np.zeros(1, lane)

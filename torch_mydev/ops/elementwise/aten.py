@@ -44,7 +44,7 @@ from torch_mydev.ops.elementwise.checks import (
     checked_scalar,
     shares_storage,
 )
-from torch_mydev.ops.elementwise.entries import fast_binary, fast_unary
+from torch_mydev.ops.elementwise.entries import fast_binary, fast_unary, fast_where
 from torch_mydev.ops.elementwise.plan import (
     finish,
     first_device,
@@ -281,6 +281,15 @@ def where(
     to the device; a uint8 condition warns once and becomes bool. The iterator then runs with
     ``check_all_same_dtype(false)`` and no promotion: output strides as for any ternary op.
     """
+    if out is None:
+        result = fast_where(condition, self, other)
+        if result is not None:
+            return result
+    return general_where(condition, self, other, out)
+
+
+def general_where(condition: Arg, self: Arg, other: Arg, out: torch.Tensor | None) -> torch.Tensor:
+    """``where``'s whole path: result dtype, conversions, the plan, ``kernels.where``."""
     dtype = result_type(
         [_dtype_info(self), _dtype_info(other)], default_dtype=torch.get_default_dtype()
     )

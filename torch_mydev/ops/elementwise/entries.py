@@ -48,7 +48,7 @@ def entry_of(
         prepared.kernel,
         prepared.args,
         prepared.extents,
-        prepared.kind != "unary",
+        1 if prepared.kind == "unary" else 2,
         sizes,
         strides,
         dtype,
@@ -278,3 +278,70 @@ def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | object
         name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
     )
     return entry_of(prepared, None, plan.shape, plan.output_strides[0], self.dtype, device)
+
+
+def fast_where(condition: Arg, self: Arg, other: Arg) -> torch.Tensor | None:
+    """The functional ``where`` of three tensors through a cached ``Entry`` (``serve``, the
+    condition its ``a``, ``self`` its ``b``, ``other`` its ``c``); None where the general
+    path must run (numbers, a signature marked ``GENERAL``, a storage too small)."""
+    if not (
+        isinstance(condition, torch.Tensor)
+        and isinstance(self, torch.Tensor)
+        and isinstance(other, torch.Tensor)
+    ):
+        return None
+    signature = _signature(condition, self, other)
+    if signature is None:
+        return None
+    (
+        key,
+        lazy_bits,
+        c_start,
+        c_base,
+        c_nbytes,
+        a_start,
+        a_base,
+        a_nbytes,
+        b_start,
+        b_base,
+        b_nbytes,
+    ) = signature
+    if lazy_bits:
+        return None
+    cache_key = ("where", key)
+    call = (condition, self, other)
+    return serve(
+        _entries, cache_key, _entries.peek(cache_key), _first_where, call, None, None, key,
+        c_start, c_base + c_nbytes - c_start, a_start, a_base + a_nbytes - a_start,
+        b_start, b_base + b_nbytes - b_start,
+    )  # fmt: skip
+
+
+def _first_where(
+    condition: torch.Tensor, self: torch.Tensor, other: torch.Tensor
+) -> tuple[torch.Tensor, Entry | object]:
+    """A ``where`` signature's first call: the general path, then the entry of its plan
+    when every operand is a mydev tensor of the result's dtype (the condition bool) and
+    the plan is serial; else ``GENERAL`` (a conversion or a CPU scalar each call)."""
+    from torch_mydev.ops.elementwise.aten import general_where
+
+    result = general_where(condition, self, other, None)
+    tensors = (condition, self, other)
+    if any(t.device.type == "cpu" for t in tensors):
+        return result, GENERAL
+    if condition.dtype != torch.bool or not (self.dtype == other.dtype == result.dtype):
+        return result, GENERAL
+    plan, _ = make_plan(None, list(tensors), iterator_config("where"), dtype=result.dtype)
+    if any(plan.temporaries):
+        return result, GENERAL
+    prepared = kernels.prepare_where(
+        result.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
+    )
+    if prepared is None:
+        return result, GENERAL
+    device = result.get_device()
+    entry = Entry(
+        prepared.kernel, prepared.args, prepared.extents, 3, plan.shape,
+        plan.output_strides[0], result.dtype, device, prepared=prepared,
+    )  # fmt: skip
+    return result, entry

@@ -55,4 +55,4 @@ def _first(
     # holds at least that many; the runner still checks the alignment.
     sizes, strides = tuple(result.shape), result.stride()
     device = result.get_device()
-    return result, Entry(run, (extent,), (0, extent), False, sizes, strides, result.dtype, device)
+    return result, Entry(run, (extent,), (0, extent), 1, sizes, strides, result.dtype, device)
