@@ -235,3 +235,24 @@ def test_a_repeated_where_runs_its_entry_like_cpu(dtype, layout, monkeypatch) ->
 
 def _refuse_where(*args, **kwargs):
     raise AssertionError("the general path ran for a cached where signature")
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_"])
+def test_self_with_itself_in_place_runs_its_entry_like_cpu(op, monkeypatch) -> None:
+    """``x.add_(x, alpha=...)``: the other operand is ``self`` (full overlap, allowed), so a
+    repeat runs the entry; a view of ``self``'s storage is still refused per call."""
+    kwargs = {} if op == "mul_" else {"alpha": 0.5}
+    cpu = torch.linspace(-2, 2, 48).reshape(6, 8)
+    mydev = cpu.to("mydev")
+    getattr(cpu, op)(cpu, **kwargs)
+    getattr(mydev, op)(mydev, **kwargs)  # the first call: the general path
+    _general_path_forbidden(monkeypatch)
+    for _ in range(2):
+        getattr(cpu, op)(cpu, **kwargs)
+        getattr(mydev, op)(mydev, **kwargs)
+        assert same_bits(mydev.cpu(), cpu)
+    monkeypatch.undo()
+    for t in (cpu, mydev):  # two contiguous views of one storage, partly overlapping
+        flat = t.view(-1)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            getattr(flat[1:], op)(flat[:-1], **kwargs)

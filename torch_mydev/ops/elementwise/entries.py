@@ -101,8 +101,9 @@ def fast_binary(
     cached ``Entry`` (``serve``).
 
     Returns None where the general path must run: arguments it alone handles, a call
-    signature marked ``GENERAL``, or per-call facts an entry cannot check (an input sharing
-    ``self``'s storage in place, a storage too small for the layout). A first call is
+    signature marked ``GENERAL``, or per-call facts an entry cannot check (in place, an
+    input sharing ``self``'s storage other than ``self`` itself, which each element reads
+    before it writes it; a storage too small for the layout). A first call is
     answered by the general path here, and its entry made.
     """
     if not isinstance(self, torch.Tensor):
@@ -113,8 +114,8 @@ def fast_binary(
         if signature is None:
             return None
         key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
-        if inplace and b_base == a_base:
-            return None
+        if inplace and b_base == a_base and other is not self:
+            return None  # a view of self's storage: Copy.cpp's overlap rules, per call
         b_room = b_base + b_nbytes - b_start
     else:
         if type(other) not in NUMBER_DTYPES:
