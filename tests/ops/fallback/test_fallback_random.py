@@ -108,6 +108,24 @@ def test_native_dropout_draws_like_cpu():
     assert "aten::native_dropout" in torch_mydev.fallback_stats()
 
 
+def test_a_random_ops_new_results_are_adopted_not_copied(monkeypatch):
+    """native_dropout's output and mask are new CPU tensors of its special form: they
+    become mydev memory without a copy (``_C._adopt``), as a plain op's results do."""
+    from torch_mydev.ops.fallback import copy as fallback_copy
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a random op's new result was copied to mydev")
+
+    x = torch.randn(50)
+    torch.manual_seed(3)
+    out, mask = torch.native_dropout(x, 0.3, True)
+    monkeypatch.setattr(fallback_copy, "to_mydev", refuse)
+    torch.manual_seed(3)
+    dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.3, True)
+    assert dev_out.device.type == dev_mask.device.type == "mydev"
+    assert torch.equal(out, dev_out.cpu()) and torch.equal(mask, dev_mask.cpu())
+
+
 def test_cpu_generator_for_a_mydev_op_is_refused():
     with pytest.raises(RuntimeError, match="Expected a 'mydev' device type for generator"):
         torch.randn(3, generator=torch.Generator(), device="mydev")

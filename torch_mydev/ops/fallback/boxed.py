@@ -220,11 +220,11 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, kind: type
     for written, value, cpu_value in zip(op_info.written, values, cpu_values, strict=False):
         if written and value is not _MISSING:
             fc.write_back(value, cpu_value)
-    # New results of CPU's own kernel over aliases may be adopted (``fallback.adopt``).
+    # New results of CPU's own kernel over aliases may be adopted (``fallback.adopt``), and
+    # those of a random op's special form (new tensors of CPU's kernels, fr.SPECIAL).
     adopt = (
         isinstance(to_cpu, fc.Aliases)
-        and not op_info.random
-        and op_info.cpu_kernel is op_info.op
+        and (special is not None or op_info.cpu_kernel is op_info.op)
         and may_adopt(op_info.op)
     )
     return _results(op_info, result, values, to_cpu, device, adopt)
