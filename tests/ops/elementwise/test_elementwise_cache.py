@@ -256,3 +256,35 @@ def test_self_with_itself_in_place_runs_its_entry_like_cpu(op, monkeypatch) -> N
         flat = t.view(-1)
         with pytest.raises(RuntimeError, match="unsupported operation"):
             getattr(flat[1:], op)(flat[:-1], **kwargs)
+
+
+_NUMBER_FIRST = {
+    "1 - x (rsub)": lambda x, v: v - x,
+    "sub alpha": lambda x, v: torch.sub(v, x, alpha=2),
+    "add": lambda x, v: torch.add(v, x),
+    "mul": lambda x, v: torch.mul(v, x),
+    "div": lambda x, v: torch.div(v, x),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int16,
+                                   torch.complex64, torch.bfloat16], ids=str)  # fmt: skip
+@pytest.mark.parametrize("call", list(_NUMBER_FIRST))
+def test_a_number_first_repeats_through_its_entry_like_cpu(dtype, call, monkeypatch) -> None:
+    """``1.0 - mask`` reaches ``sub`` with the number first (``rsub``): after the first
+    call, repeats (the same value and new ones) run the signature's entry with CPU's bits;
+    bfloat16 (CPU reads only a second operand's number apart) stays on the general path."""
+    fn = _NUMBER_FIRST[call]
+    x = torch.linspace(1, 7, 24).reshape(4, 6).to(dtype)
+    values = [1, 3] if not (dtype.is_floating_point or dtype.is_complex) else [1.0, 2.5, -0.75]
+    if call == "div" and not (dtype.is_floating_point or dtype.is_complex):
+        values = [1.0, 2.5]  # true division of an integer tensor: a cast, the general path
+    d = x.to("mydev")
+    fn(d, values[0])  # the first call: the general path
+    if dtype != torch.bfloat16 and not (call == "div" and not dtype.is_floating_point
+                                        and not dtype.is_complex):  # fmt: skip
+        _general_path_forbidden(monkeypatch)
+    for v in values:
+        expected, got = fn(x, v), fn(d, v)
+        assert got.dtype == expected.dtype and got.stride() == expected.stride()
+        assert same_bits(got.cpu(), expected), (v, got.cpu(), expected)

@@ -103,29 +103,39 @@ def fast_binary(
     Returns None where the general path must run: arguments it alone handles, a call
     signature marked ``GENERAL``, or per-call facts an entry cannot check (in place, an
     input sharing ``self``'s storage other than ``self`` itself, which each element reads
-    before it writes it; a storage too small for the layout). A first call is
-    answered by the general path here, and its entry made.
+    before it writes it; a storage too small for the layout). A first call is answered by
+    the general path here, and its entry made. One operand may be a Python number: the
+    second (``x * 2.5``), or the first of a functional call (``1.0 - x`` reaches ``sub`` as
+    ``rsub``); its bytes, converted once per value, are what the loop reads there.
     """
-    if not isinstance(self, torch.Tensor):
-        return None
     if isinstance(other, torch.Tensor):
-        number = None
-        signature = _signature(self, other)
-        if signature is None:
-            return None
-        key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
-        if inplace and b_base == a_base and other is not self:
-            return None  # a view of self's storage: Copy.cpp's overlap rules, per call
-        b_room = b_base + b_nbytes - b_start
+        if isinstance(self, torch.Tensor):
+            number = None
+            signature = _signature(self, other)
+            if signature is None:
+                return None
+            key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
+            if inplace and b_base == a_base and other is not self:
+                return None  # a view of self's storage: Copy.cpp's overlap rules, per call
+            a_room, b_room = a_base + a_nbytes - a_start, b_base + b_nbytes - b_start
+        else:
+            if inplace or type(self) not in NUMBER_DTYPES:
+                return None
+            number, number_first = self, True
+            signature = _signature(other)
+            if signature is None:
+                return None
+            key, lazy_bits, b_start, b_base, b_nbytes = signature
+            a_start, a_room, b_room = 0, _NO_STORAGE, b_base + b_nbytes - b_start
     else:
-        if type(other) not in NUMBER_DTYPES:
+        if not isinstance(self, torch.Tensor) or type(other) not in NUMBER_DTYPES:
             return None
-        number = number_key(other)
+        number, number_first = other, False
         signature = _signature(self)
         if signature is None:
             return None
         key, lazy_bits, a_start, a_base, a_nbytes = signature
-        b_room = None
+        a_room, b_start, b_room = a_base + a_nbytes - a_start, 0, None
     if lazy_bits:
         return None
     alpha_kind = type(alpha)
@@ -135,30 +145,41 @@ def fast_binary(
         alpha_key = number_key(alpha)
     else:
         return None
-    default = torch.get_default_dtype() if number is not None or name == "div" else None
-    cache_key = (name, mode, key, number, alpha_key, inplace, default)
-    entry = _entries.peek(cache_key)
-    constant = None
-    if number is not None:
+    record_in = None
+    if number is None:
+        cache_key = (name, mode, key, None, alpha_key, inplace, None if name != "div" else
+                     torch.get_default_dtype())  # fmt: skip
+        entry = _entries.peek(cache_key)
+        if not inplace and mode is None and alpha_kind is int and alpha == 1:
+            record_in = replay.TABLES.get(name)
+    else:
+        default = torch.get_default_dtype()
+        cache_key = (name, mode, key, number_key(number), alpha_key, inplace, default, number_first)
+        entry = _entries.peek(cache_key)
+        constant = None
         if entry is None:
             # a number seen for the first time: the signature's entry for any number of its
             # type runs it with the value converted now (AdamW's bias corrections change
             # every step); it is not remembered under this value
-            entry = _by_number_type.peek(_type_key(cache_key, other))
+            entry = _by_number_type.peek(_type_key(cache_key, number))
             if entry is not None and entry is not GENERAL:
-                constant = entry.convert(other)
-        b_start = 0
+                constant = entry.convert(number)
         if entry is not None and entry is not GENERAL:
-            b_start = entry.constant_address if constant is None else constant.ctypes.data
-    record_in = None
-    if number is None and not inplace and mode is None and alpha_kind is int and alpha == 1:
-        record_in = replay.TABLES.get(name)
+            address = entry.constant_address if constant is None else constant.ctypes.data
+            if number_first:
+                a_start = address
+            else:
+                b_start = address
     target = self if inplace else None
     call = (cache_key, name, mode, self, other, alpha, inplace)
     return serve(
         _entries, cache_key, entry, _first_binary, call, target, record_in, key,
-        a_start, a_base + a_nbytes - a_start, b_start, b_room,
+        a_start, a_room, b_start, b_room,
     )  # fmt: skip
+
+
+# The room a number's bytes give the loop: it reads one element there, at stride 0.
+_NO_STORAGE = 1 << 62
 
 
 def _type_key(cache_key: tuple, number: Number) -> tuple:
@@ -178,8 +199,9 @@ def _first_binary(cache_key: tuple, *call: object) -> tuple[torch.Tensor, Entry 
             name, self, other, alpha=alpha, rounding_mode=mode, out=target, inplace=inplace
         )
     entry = _binary_entry(*call)
-    if not isinstance(other, torch.Tensor):
-        _by_number_type.put(_type_key(cache_key, other), entry)
+    if cache_key[3] is not None:  # a number operand: its type's entry too
+        number = other if isinstance(self, torch.Tensor) else self
+        _by_number_type.put(_type_key(cache_key, number), entry)
     return result, entry
 
 
@@ -192,6 +214,8 @@ def _binary_entry(
     inplace: bool,
 ) -> Entry | object:
     """The entry of a call the general path has just answered, or ``GENERAL``."""
+    if not isinstance(self, torch.Tensor):
+        return _number_first_entry(name, mode, self, other, alpha)
     tensors = [self, other] if isinstance(other, torch.Tensor) else [self]
     if any(t.device.type == "cpu" for t in tensors):
         return GENERAL  # a CPU scalar beside mydev tensors: moved per call
@@ -243,6 +267,40 @@ def _binary_entry(
     out_dtype = plan.output_dtypes[0]
     strides = plan.output_strides[0]
     return entry_of(prepared, constant, plan.shape, strides, out_dtype, device, convert)
+
+
+def _number_first_entry(
+    name: str, mode: str | None, number: Number, other: torch.Tensor, alpha: Number
+) -> Entry | object:
+    """The entry of ``number op other`` (``rsub``'s ``sub(number, x)``): the number's bytes
+    in the common dtype are the loop's ``a``, read at stride 0. ``GENERAL`` for a
+    comparison, a CPU tensor, a cast, or float16/bfloat16 (whose CPU loop treats only a
+    second operand's number apart, ``opmath_scalar``)."""
+    if other.device.type == "cpu" or name in kernels.COMPARISONS:
+        return GENERAL
+    config = iterator_config(name, rounding_mode=mode, default_dtype=torch.get_default_dtype())
+    plan, _ = make_plan(None, [number, other], config)
+    common = plan.common_dtype
+    if plan.temporaries[0] or plan.temporaries[2] or common not in _FAST_DTYPES:
+        return GENERAL
+    if common in (torch.float16, torch.bfloat16):
+        return GENERAL
+    prepared = kernels.prepare_binary(
+        kernel_op(name, mode),
+        common,
+        plan.coalesced_shape,
+        plan.coalesced_stride_bytes,
+        alpha=-alpha if name == "sub" else alpha,
+    )
+    return entry_of(
+        prepared,
+        kernels.scalar_bytes(number, common),
+        plan.shape,
+        plan.output_strides[0],
+        plan.output_dtypes[0],
+        other.get_device(),
+        partial(kernels.scalar_bytes, dtype=common),
+    )
 
 
 def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
