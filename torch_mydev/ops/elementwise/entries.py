@@ -108,34 +108,32 @@ def fast_binary(
     second (``x * 2.5``), or the first of a functional call (``1.0 - x`` reaches ``sub`` as
     ``rsub``); its bytes, converted once per value, are what the loop reads there.
     """
-    if isinstance(other, torch.Tensor):
-        if isinstance(self, torch.Tensor):
-            number = None
-            signature = _signature(self, other)
-            if signature is None:
-                return None
-            key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
-            if inplace and b_base == a_base and other is not self:
-                return None  # a view of self's storage: Copy.cpp's overlap rules, per call
-            a_room, b_room = a_base + a_nbytes - a_start, b_base + b_nbytes - b_start
-        else:
-            if inplace or type(self) not in NUMBER_DTYPES:
-                return None
-            number, number_first = self, True
-            signature = _signature(other)
-            if signature is None:
-                return None
-            key, lazy_bits, b_start, b_base, b_nbytes = signature
-            a_start, a_room, b_room = 0, _NO_STORAGE, b_base + b_nbytes - b_start
-    else:
-        if not isinstance(self, torch.Tensor) or type(other) not in NUMBER_DTYPES:
-            return None
-        number, number_first = other, False
-        signature = _signature(self)
+    if isinstance(self, torch.Tensor) and isinstance(other, torch.Tensor):
+        number = None
+        signature = _signature(self, other)
         if signature is None:
             return None
-        key, lazy_bits, a_start, a_base, a_nbytes = signature
-        a_room, b_start, b_room = a_base + a_nbytes - a_start, 0, None
+        key, lazy_bits, a_start, a_base, a_nbytes, b_start, b_base, b_nbytes = signature
+        if inplace and b_base == a_base and other is not self:
+            return None  # a view of self's storage: Copy.cpp's overlap rules, per call
+        a_room, b_room = a_base + a_nbytes - a_start, b_base + b_nbytes - b_start
+    else:
+        if isinstance(self, torch.Tensor):
+            tensor, number, number_first = self, other, False
+        elif isinstance(other, torch.Tensor) and not inplace:
+            tensor, number, number_first = other, self, True
+        else:
+            return None
+        if type(number) not in NUMBER_DTYPES:
+            return None
+        signature = _signature(tensor)
+        if signature is None:
+            return None
+        key, lazy_bits, start, base, nbytes = signature
+        if number_first:  # the number's bytes are the loop's a, read at stride 0
+            a_start, a_room, b_start, b_room = 0, _NO_STORAGE, start, base + nbytes - start
+        else:
+            a_start, a_room, b_start, b_room = start, base + nbytes - start, 0, None
     if lazy_bits:
         return None
     alpha_kind = type(alpha)
