@@ -10,8 +10,8 @@
 // Python keeps every decision. Which ops may run here, the name each is counted under and
 // what each writes come from `fallback.boxed.fast_path_facts`, asked once per op. A plain
 // call is what fallback/fast.py's `run_fast` would run without a choice left: every tensor
-// a strided mydev tensor of one device (a written one not copy-on-write, an out= one not
-// empty) or a 0-dim CPU input, the other arguments numbers, strings, None or lists of them,
+// a strided mydev tensor of one device (a written one not copy-on-write) or a 0-dim CPU
+// input, the other arguments numbers, strings, None or lists of them,
 // TORCH_MYDEV_FALLBACK_WARN unset and the fallback's zero-copy path on. It then does what
 // `run_fast` does: CPU aliases of the mydev tensors (one CPU storage per mydev storage), the
 // op run on CPU through the dispatcher, a return that is a written argument given back as
@@ -52,7 +52,6 @@ struct OpFacts {
   bool fast = false;
   std::string name;  // the fallback_stats key
   std::vector<uint8_t> written;  // per argument
-  std::vector<uint8_t> kwarg_only;  // per argument
   std::vector<int> return_alias;  // per return: the argument it is, or -1
   // The op whose CPU kernel runs instead (convolution_overrideable: aten::convolution), and
   // whether its arguments gain `bias_sizes` (convolution_backward_overrideable).
@@ -131,9 +130,6 @@ OpFacts& facts_of(const c10::OperatorHandle& op) {
     }
   }
   const auto& arguments = op.schema().arguments();
-  for (const auto& argument : arguments) {
-    made->kwarg_only.push_back(argument.kwarg_only() ? 1 : 0);
-  }
   made->written.resize(arguments.size(), 0);
   // A return is argument i when their alias sets meet (schema.py `_make_info`).
   for (const auto& ret : op.schema().returns()) {
@@ -193,8 +189,9 @@ struct Call {
   c10::SmallVector<const c10::TensorImpl*, 4> passed;  // CPU tensors passed as they are
 
   // Whether `t` may take this path: a strided mydev tensor of the call's device (written:
-  // not copy-on-write; an out= one: not empty), or a 0-dim CPU input.
-  bool admits(const at::Tensor& t, bool written, bool out) {
+  // not copy-on-write; an out= one may be empty: its alias grows, alias.cpp), or a 0-dim
+  // CPU input.
+  bool admits(const at::Tensor& t, bool written) {
     if (!t.defined()) {
       return !written;  // an absent optional tensor (an undefined one in the stack)
     }
@@ -209,8 +206,7 @@ struct Call {
       } else if (d.index() != device) {
         return false;
       }
-      if (written &&
-          (c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr()) || (out && t.numel() == 0))) {
+      if (written && c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
         return false;
       }
       return true;
@@ -257,12 +253,12 @@ bool make_cpu_arguments(
     const c10::IValue& v = args[i];
     const bool written = facts.written[i] != 0;
     if (v.isTensor()) {
-      if (!call.admits(v.toTensor(), written, facts.kwarg_only[i] != 0)) {
+      if (!call.admits(v.toTensor(), written)) {
         return false;
       }
     } else if (v.isTensorList()) {
       for (const at::Tensor& t : v.toTensorList().vec()) {
-        if (!call.admits(t, written, false)) {
+        if (!call.admits(t, written)) {
           return false;
         }
       }

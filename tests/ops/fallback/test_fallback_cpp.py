@@ -68,15 +68,37 @@ def test_calls_that_are_not_plain_run_in_python():
     x = torch.randn(4, 4).to("mydev")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.atan2(x, torch.randn(4, 4))  # a CPU tensor of more than 0 dims
-    torch.cos(x, out=torch.empty(0, device="mydev"))  # an empty out= the op must grow
     torch.nn.functional.dropout(x, 0.5, training=True)  # random: the mydev generator
     y = torch.randn(4, 4)
     cow = y.to("mydev")._lazy_clone()
     torch.exp(x, out=cow)  # a written copy-on-write tensor: materialised in Python first
     assert torch.equal(cow.cpu(), x.cpu().exp())
     assert _C._fallback_counts() == {}
-    assert "aten::cos.out" in _python_counts()
     assert "aten::exp.out" in _python_counts()
+
+
+def test_an_empty_out_grows_on_the_cpp_path_like_cpu():
+    """An empty out= the op must grow: its growable alias moves to new CPU memory, and
+    Python's write_back gives the mydev tensor CPU's sizes, strides and values."""
+    x = torch.randn(4, 4)
+    cases = [
+        (lambda t, out: torch.cos(t, out=out), lambda: x),
+        (lambda t, out: torch.arange(0, 9, out=out), lambda: torch.empty(0)),
+        (lambda t, out: torch.cat([t, t.t()], 1, out=out), lambda: x),
+    ]
+    for call, make in cases:
+        expected = call(make(), torch.empty(0))
+        out = torch.empty(0, device="mydev")
+        got = call(make().to("mydev"), out)
+        assert got is out
+        assert out.shape == expected.shape and out.stride() == expected.stride()
+        assert torch.equal(out.cpu(), expected)
+    assert _python_counts() == {}
+    assert set(_C._fallback_counts()) == {
+        "aten::cos.out",
+        "aten::arange.start_out",
+        "aten::cat.out",
+    }
 
 
 def test_a_zero_dim_cpu_input_stays_plain():
