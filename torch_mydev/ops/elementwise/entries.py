@@ -29,6 +29,10 @@ from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_key
 _FAST_DTYPES = frozenset(kernels.SUPPORTED_DTYPES)
 
 
+# The inputs each loop kind reads (``per_call.Entry.inputs``); binary and compare read two.
+_INPUTS = {"unary": 1, "where": 3}
+
+
 def entry_of(
     prepared: kernels.Prepared,
     constant: np.ndarray | None,
@@ -39,16 +43,16 @@ def entry_of(
     convert: Callable[[Number], np.ndarray] | None = None,
 ) -> Entry:
     """The ``per_call.Entry`` of a prepared elementwise loop (``kernels.prepare_binary``,
-    ``prepare_compare`` or ``prepare_unary``): kept per (op, rounding mode, the tensors'
-    ``_C._signature`` key, the Python number operand, alpha, in-place or not, default
-    dtype) for calls the general path finishes with no cast temporary and no resize, all
-    tensors on mydev, ``other`` a mydev tensor or a Python number (whose bytes, converted
-    once, are ``constant``; no plan depends on a number's value, only on its type)."""
+    ``prepare_compare``, ``prepare_unary`` or ``prepare_where``): kept per (op, rounding
+    mode, the tensors' ``_C._signature`` key, the Python number operand, alpha, in-place or
+    not, default dtype) for calls the general path finishes with no cast temporary and no
+    resize, all tensors on mydev, a number operand's bytes converted once (``constant``; no
+    plan depends on a number's value, only on its type)."""
     return Entry(
         prepared.kernel,
         prepared.args,
         prepared.extents,
-        1 if prepared.kind == "unary" else 2,
+        _INPUTS.get(prepared.kind, 2),
         sizes,
         strides,
         dtype,
@@ -77,8 +81,6 @@ _empty_strided = _C._empty_strided
 
 MEMORY = _entries
 """The elementwise families' per-signature memory (``per_call.serve``'s ``memory``)."""
-lookup = _entries.peek
-"""The entry (or ``GENERAL``) remembered under a cache key, or None."""
 
 
 def clear() -> None:
@@ -396,9 +398,7 @@ def _first_where(
     )
     if prepared is None:
         return result, GENERAL
-    device = result.get_device()
-    entry = Entry(
-        prepared.kernel, prepared.args, prepared.extents, 3, plan.shape,
-        plan.output_strides[0], result.dtype, device, prepared=prepared,
-    )  # fmt: skip
+    entry = entry_of(
+        prepared, None, plan.shape, plan.output_strides[0], result.dtype, result.get_device()
+    )
     return result, entry

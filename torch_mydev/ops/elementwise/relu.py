@@ -281,7 +281,8 @@ def _fast_threshold_backward(
     if lazy_bits:
         return None
     cache_key = ("threshold_backward", key, number_key(threshold))
-    memory, entry = entries.MEMORY, entries.lookup(cache_key)
+    memory = entries.MEMORY
+    entry = memory.peek(cache_key)
     call = (grad_output, self, threshold)
     return serve(
         memory, cache_key, entry, _first_threshold_backward, call, None, None, key,
