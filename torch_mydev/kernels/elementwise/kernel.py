@@ -232,7 +232,7 @@ def prepare_where(
         lane_strides,
         shape_,
     )
-    return _prepared("where", 4, args, extents, (0, 1))
+    return Prepared(_entry(_load().where_at, 4, args), args, extents, "where")
 
 
 def binary(
