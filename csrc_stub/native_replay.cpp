@@ -2,15 +2,23 @@
 //
 // `_replay` (replay.cpp) runs a call signature Python recorded, but only once the call has
 // reached the op's Python kernel, and entering it costs about a microsecond: most of a small
-// op. So for the ops whose records depend on the tensors' layouts alone (the functional
-// `add.Tensor`, `sub.Tensor`, `mul.Tensor`, the six comparisons, `neg`, `abs`, `relu`) the
-// stub registers a C++ kernel on PrivateUse1 (`_native_replay_kernel`) and Python's kernel on
-// PrivateUse3, a backend key no tensor carries. The C++ kernel looks the call's layout key
-// up in its op's table, and on a hit allocates the output and calls the loop as `_replay`
-// does; anything else (a Python number, `alpha` other than 1, a lazy bit, no record, a
-// storage too small for the layout) is redispatched to Python's kernel, which raises, plans
-// or records. Python fills the tables as it fills its own (torch_mydev/ops/replay.py
-// `record`: `_native_replay_put`) and empties them with its own (`_native_replay_clear`).
+// op. So for the ops whose records depend on the tensors' layouts and a number operand's
+// type alone (add/sub/mul/div functional and in place, the six comparisons, neg, abs, relu:
+// ops/replay.py NATIVE) the stub registers a C++ kernel on PrivateUse1
+// (`_native_replay_kernel`) and Python's kernel on PrivateUse3, a backend key no tensor
+// carries. The C++ kernel looks the call's key up in its op's table, and on a hit runs the
+// loop as `_replay` does, into a new output or, in place, into `self`; anything else (`alpha`
+// other than 1, a lazy bit, no record, a storage too small for the layout, an in-place
+// operand sharing self's storage) is redispatched to Python's kernel, which raises, plans or
+// records. Python fills the tables as it answers repeats (torch_mydev/ops/replay.py `record`:
+// `_native_replay_put`) and empties them with its own (`_native_replay_clear`).
+//
+// A call's key is the layout key of its tensors (replay.cpp `layout_key`, what Python's
+// `_signature` reads) and one word: a Python number operand's type and position, and the
+// default dtype (which decides the result of an integer tensor with a float number, or an
+// integer division). The number's value is not in the key: the record says which dtype the
+// loop reads it in (`constant_dtype`), and each call converts its own value there as
+// `c10::convert` does, into the call's own stack (so threads never share it).
 //
 // It decides nothing: a record is what Python decided (the output's layout, the loop and
 // its parameters, the bytes each operand's storage must hold). Each record owns a copy of
@@ -20,13 +28,17 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/util/TypeCast.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -38,13 +50,14 @@ namespace {
 using Loop2 = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
 
 struct NativeRecord {
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes;  // the new output's layout (unused in place)
   std::vector<int64_t> strides;
   c10::ScalarType dtype;
   int64_t device;
   uintptr_t entry;
   std::vector<int64_t> params;  // a copy of the packed parameters' block
   int64_t extents[2];  // the bytes each operand's storage must hold from its first element
+  c10::ScalarType constant_dtype;  // what the loop reads a number operand as
 };
 
 constexpr size_t kTableSize = 4096;  // as ops/replay.py TABLE_SIZE: a full table is emptied
@@ -55,14 +68,15 @@ struct NativeTable {
 };
 
 struct NativeKernel : c10::OperatorKernel {
-  NativeKernel(NativeTable* table, size_t operands, bool alpha)
-      : table(table), operands(operands), alpha(alpha) {}
+  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace)
+      : table(table), operands(operands), alpha(alpha), inplace(inplace) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
   NativeTable* table;
-  size_t operands;  // the leading tensor arguments: 1 or 2
+  size_t operands;  // the leading operands (tensors, at most one of them a number): 1 or 2
   bool alpha;  // a third argument that must be the integer 1
+  bool inplace;  // the loop writes operand 0 (`self`), which is returned
 };
 
 struct NativeReplayState {
@@ -96,64 +110,203 @@ bool storage_holds(const at::Tensor& t, uintptr_t start, int64_t extent) {
   return extent >= 0 && end >= start && end - start >= static_cast<uintptr_t>(extent);
 }
 
-// The output of the recorded call on the stack's operands, or an undefined tensor when the
-// call is not one this table can run.
-at::Tensor replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args) {
+// ---- a Python number operand -----------------------------------------------------------
+// It reaches a `.Tensor` overload as a wrapped 0-dim CPU tensor (double, int64, bool or
+// complex128) and a `.Scalar` overload as a Scalar; either way its type is one of those four.
+
+struct Number {
+  c10::ScalarType type = c10::ScalarType::Undefined;
+  double real = 0;
+  int64_t integer = 0;
+  c10::complex<double> complex;
+};
+
+// The number `value` holds, or nullopt when it is none of the four.
+std::optional<Number> number_of(const c10::IValue& value) {
+  Number n;
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    if (!t.defined() || !t.unsafeGetTensorImpl()->is_wrapped_number() ||
+        t.device().type() != c10::DeviceType::CPU || t.dim() != 0) {
+      return std::nullopt;
+    }
+    n.type = t.scalar_type();
+    const void* data = t.const_data_ptr();
+    switch (n.type) {
+      case c10::ScalarType::Double:
+        n.real = *static_cast<const double*>(data);
+        return n;
+      case c10::ScalarType::Long:
+        n.integer = *static_cast<const int64_t*>(data);
+        return n;
+      case c10::ScalarType::Bool:
+        n.integer = *static_cast<const bool*>(data) ? 1 : 0;
+        return n;
+      case c10::ScalarType::ComplexDouble:
+        n.complex = *static_cast<const c10::complex<double>*>(data);
+        return n;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (value.isDouble()) {
+    n.type = c10::ScalarType::Double;
+    n.real = value.toDouble();
+  } else if (value.isBool()) {  // before isInt: a bool is no int here
+    n.type = c10::ScalarType::Bool;
+    n.integer = value.toBool() ? 1 : 0;
+  } else if (value.isInt()) {
+    n.type = c10::ScalarType::Long;
+    n.integer = value.toInt();
+  } else if (value.isComplexDouble()) {
+    n.type = c10::ScalarType::ComplexDouble;
+    n.complex = value.toComplexDouble();
+  } else {
+    return std::nullopt;  // a symbolic number: Python's path
+  }
+  return n;
+}
+
+template <typename From>
+bool convert_into(From value, c10::ScalarType to, void* out) {
+  switch (to) {
+#define MYDEV_CONVERT(T, name)                        \
+  case c10::ScalarType::name:                         \
+    *static_cast<T*>(out) = c10::convert<T>(value);   \
+    return true;
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CONVERT)
+#undef MYDEV_CONVERT
+    default:
+      return false;
+  }
+}
+
+// The bytes of `n` in `to`, as `c10::convert` (torch's casts, no range check) gives them;
+// what Python's `kernels.scalar_bytes` gives for the same number.
+bool number_bytes(const Number& n, c10::ScalarType to, void* out) {
+  switch (n.type) {
+    case c10::ScalarType::Double:
+      return convert_into(n.real, to, out);
+    case c10::ScalarType::Long:
+      return convert_into(n.integer, to, out);
+    case c10::ScalarType::Bool:
+      return convert_into(n.integer != 0, to, out);
+    case c10::ScalarType::ComplexDouble:
+      return convert_into(n.complex, to, out);
+    default:
+      return false;
+  }
+}
+
+// The last word of a call's key: its number operand's type (0: none) and position, and the
+// default dtype.
+int64_t key_word(c10::ScalarType number, int64_t position) {
+  const int64_t type = number == c10::ScalarType::Undefined ? 0 : 1 + static_cast<int64_t>(number);
+  const int64_t default_dtype = static_cast<int64_t>(c10::get_default_dtype_as_scalartype());
+  return type | (position << 8) | ((1 + default_dtype) << 16);
+}
+
+std::string key_string(const LayoutKey& key) {
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
+}
+
+// Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
+// or self in place), false when the call is not one this table can run.
+bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
   const at::Tensor* tensors[2];
+  size_t count = 0;
   size_t words = 0;
+  Number number;
+  int64_t number_position = 0;
   for (size_t i = 0; i < kernel.operands; ++i) {
-    if (!args[i].isTensor()) {
-      return {};
+    const c10::IValue& arg = args[i];
+    if (arg.isTensor() && arg.toTensor().defined() &&
+        arg.toTensor().device().type() == kDeviceType) {
+      const at::Tensor& t = arg.toTensor();
+      if (t.layout() != c10::kStrided || !t.has_storage()) {
+        return false;
+      }
+      tensors[count++] = &t;
+      words += 2 + 2 * static_cast<size_t>(t.dim());
+      continue;
     }
-    const at::Tensor& t = args[i].toTensor();
-    if (!t.defined() || t.device().type() != kDeviceType || t.layout() != c10::kStrided ||
-        !t.has_storage()) {
-      return {};
+    // A number: only one, never the operand an in-place call writes.
+    if (number.type != c10::ScalarType::Undefined || (kernel.inplace && i == 0)) {
+      return false;
     }
-    tensors[i] = &t;
-    words += 2 + 2 * static_cast<size_t>(t.dim());
+    auto found = number_of(arg);
+    if (!found) {
+      return false;
+    }
+    number = *found;
+    number_position = static_cast<int64_t>(i);
+  }
+  if (count == 0) {
+    return false;
   }
   if (kernel.alpha && !(args[2].isInt() && args[2].toInt() == 1)) {
-    return {};
+    return false;
+  }
+  if (kernel.inplace && count == 2 && tensors[0]->unsafeGetTensorImpl() !=
+          tensors[1]->unsafeGetTensorImpl() &&
+      tensors[0]->storage().data() == tensors[1]->storage().data()) {
+    return false;  // an operand that is a view of self's storage: Copy.cpp's overlap rules
   }
   LayoutKey key;
   int64_t flags_any = 0;
-  layout_key(tensors, kernel.operands, words, key, flags_any);
+  layout_key(tensors, count, words, key, flags_any);
   if (flags_any != 0) {
-    return {};
+    return false;
   }
+  key.push_back(key_word(number.type, number_position));
   std::shared_ptr<const NativeRecord> record;
   {
     std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
-    auto found = kernel.table->records.find(std::string(
-        reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t)));
+    auto found = kernel.table->records.find(key_string(key));
     if (found == kernel.table->records.end()) {
-      return {};
+      return false;
     }
     record = found->second;
   }
+  // The loop's operands in order; a number's are its bytes on this call's stack.
+  alignas(16) unsigned char constant[16] = {};
   uintptr_t starts[2] = {0, 0};
+  size_t next = 0;
   for (size_t i = 0; i < kernel.operands; ++i) {
-    starts[i] = first_byte(*tensors[i]);
-    if (!storage_holds(*tensors[i], starts[i], record->extents[i])) {
-      return {};  // a storage smaller than the layout: Python raises
+    if (number.type != c10::ScalarType::Undefined && static_cast<int64_t>(i) == number_position) {
+      if (!number_bytes(number, record->constant_dtype, constant)) {
+        return false;
+      }
+      starts[i] = reinterpret_cast<uintptr_t>(constant);
+      continue;
+    }
+    const at::Tensor& t = *tensors[next++];
+    starts[i] = first_byte(t);
+    if (!storage_holds(t, starts[i], record->extents[i])) {
+      return false;  // a storage smaller than the layout: Python raises
     }
   }
-  at::Tensor out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
+  uintptr_t target = starts[0];
+  if (kernel.inplace) {
+    out = *tensors[0];
+  } else {
+    out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
+    target = first_byte(out);
+  }
   const int64_t status = reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(first_byte(out)),
+      static_cast<int64_t>(target),
       static_cast<int64_t>(starts[0]),
       static_cast<int64_t>(kernel.operands == 2 ? starts[1] : starts[0]),
       reinterpret_cast<int64_t>(record->params.data()));
   TORCH_CHECK(status == 0, "ZeroDivisionError");
-  return out;
+  return true;
 }
 
 void NativeKernel::operator()(
     const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const size_t n = op.schema().arguments().size();
-  at::Tensor out = replay_call(*this, torch::jit::last(*stack, n));
-  if (!out.defined()) {
+  at::Tensor out;
+  if (!replay_call(*this, torch::jit::last(*stack, n), out)) {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), stack);
     return;
   }
@@ -161,12 +314,24 @@ void NativeKernel::operator()(
   torch::jit::push(*stack, std::move(out));
 }
 
+c10::ScalarType dtype_or_undefined(const pybind11::object& dtype, const char* what) {
+  if (dtype.is_none()) {
+    return c10::ScalarType::Undefined;
+  }
+  TORCH_CHECK(THPDtype_Check(dtype.ptr()), what, " must be a torch.dtype or None");
+  return reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
+}
+
 } // namespace
 
 void init_native_replay(pybind11::module& m) {
   m.def(
       "_native_replay_kernel",
-      [](const std::string& op, const std::string& table, int64_t operands, bool alpha) {
+      [](const std::string& op,
+         const std::string& table,
+         int64_t operands,
+         bool alpha,
+         bool inplace) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
@@ -178,10 +343,10 @@ void init_native_replay(pybind11::module& m) {
         s.library->impl(
             op.c_str(),
             torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(
-                found, static_cast<size_t>(operands), alpha)));
+                found, static_cast<size_t>(operands), alpha, inplace)));
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
-      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha)");
+      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,
@@ -193,12 +358,14 @@ void init_native_replay(pybind11::module& m) {
          uintptr_t entry,
          pybind11::bytes params,
          int64_t extent0,
-         int64_t extent1) {
-        TORCH_CHECK(THPDtype_Check(dtype.ptr()), "_native_replay_put: dtype must be a torch.dtype");
+         int64_t extent1,
+         pybind11::object number,
+         int64_t position,
+         pybind11::object constant_dtype) {
         auto record = std::make_shared<NativeRecord>();
         record->sizes = std::move(sizes);
         record->strides = std::move(strides);
-        record->dtype = reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
+        record->dtype = dtype_or_undefined(dtype, "_native_replay_put: dtype");
         record->device = device;
         record->entry = entry;
         const std::string block = params;
@@ -206,15 +373,26 @@ void init_native_replay(pybind11::module& m) {
         std::memcpy(record->params.data(), block.data(), block.size());
         record->extents[0] = extent0;
         record->extents[1] = extent1;
+        const c10::ScalarType number_type = dtype_or_undefined(number, "_native_replay_put: number");
+        record->constant_dtype = dtype_or_undefined(constant_dtype, "_native_replay_put: constant");
+        TORCH_CHECK(
+            (number_type == c10::ScalarType::Undefined) ==
+                (record->constant_dtype == c10::ScalarType::Undefined),
+            "_native_replay_put: a number operand needs its constant dtype");
+        const std::string layout = key;
+        LayoutKey words(layout.size() / sizeof(int64_t));
+        std::memcpy(words.data(), layout.data(), words.size() * sizeof(int64_t));
+        words.push_back(key_word(number_type, position));
         NativeTable* found = table_named(table);
         std::unique_lock<std::shared_mutex> lock(found->mutex);
         if (found->records.size() >= kTableSize) {
           found->records.clear();
         }
-        found->records[std::string(key)] = std::move(record);
+        found->records[key_string(words)] = std::move(record);
       },
-      "Record one call signature for the C++ replay: (table, key, sizes, strides, dtype, "
-      "device, entry, params bytes, extent0, extent1)");
+      "Record one call signature for the C++ replay: (table, layout key, sizes, strides, "
+      "dtype, device, entry, params bytes, extent0, extent1, number dtype or None, the "
+      "number's position, the dtype the loop reads it as or None)");
   m.def(
       "_native_replay_clear",
       [] {
@@ -234,6 +412,32 @@ void init_native_replay(pybind11::module& m) {
         return found->records.size();
       },
       "How many records the C++ replay holds for `table`");
+  m.def(
+      "_native_number_bytes",
+      [](pybind11::object value, pybind11::object dtype) {
+        Number n;
+        PyObject* v = value.ptr();
+        if (PyBool_Check(v)) {
+          n.type = c10::ScalarType::Bool;
+          n.integer = v == Py_True ? 1 : 0;
+        } else if (PyLong_Check(v)) {
+          n.type = c10::ScalarType::Long;
+          n.integer = value.cast<int64_t>();
+        } else if (PyComplex_Check(v)) {
+          n.type = c10::ScalarType::ComplexDouble;
+          n.complex = c10::complex<double>(PyComplex_RealAsDouble(v), PyComplex_ImagAsDouble(v));
+        } else {
+          TORCH_CHECK(PyFloat_Check(v), "_native_number_bytes: a bool, int, float or complex");
+          n.type = c10::ScalarType::Double;
+          n.real = PyFloat_AsDouble(v);
+        }
+        const c10::ScalarType to = dtype_or_undefined(dtype, "_native_number_bytes: dtype");
+        alignas(16) unsigned char bytes[16] = {};
+        TORCH_CHECK(number_bytes(n, to, bytes), "_native_number_bytes: unsupported dtype");
+        return pybind11::bytes(
+            reinterpret_cast<const char*>(bytes), c10::elementSize(to));
+      },
+      "The bytes the C++ replay converts a Python number to in `dtype` (for the tests)");
 }
 
 } // namespace mydev

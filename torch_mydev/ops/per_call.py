@@ -57,7 +57,7 @@ class Entry:
         "args",
         "constant",
         "constant_address",
-        "convert",
+        "constant_dtype",
         "device",
         "dtype",
         "extents",
@@ -81,7 +81,7 @@ class Entry:
         *,
         prepared: object = None,
         constant: object = None,
-        convert: Callable[..., object] | None = None,
+        constant_dtype: torch.dtype | None = None,
     ) -> None:
         self.kernel = kernel
         self.args = args
@@ -94,7 +94,7 @@ class Entry:
         self.prepared = prepared
         self.constant = constant
         self.constant_address = 0 if constant is None else constant.ctypes.data
-        self.convert = convert
+        self.constant_dtype = constant_dtype
 
 
 def serve(
@@ -104,7 +104,7 @@ def serve(
     first: Callable[..., tuple[torch.Tensor, Entry | _General]],
     call: tuple,
     target: torch.Tensor | None,
-    record_in: dict | None,
+    record_in: replay.Target | None,
     key: bytes,
     a_start: int,
     a_room: int,
@@ -124,10 +124,10 @@ def serve(
        and must cover the entry's extent; else None, and the general path raises.
        ``b_room`` None: ``b`` is no tensor's (a number's bytes the entry holds, or ``a``
        read twice).
-    4. The record: ``record_in`` is the stub's replay table when the call is one it may
-       replay (functional, every operand a tensor, ``alpha`` 1); the signature's repeat is
+    4. The record: ``record_in`` (a ``replay.Target``) names the stub's table when the
+       call is one it may replay (``alpha`` 1, no rounding mode); the signature's repeat is
        recorded there under ``key`` (its ``_C._signature`` key), and the stub runs the
-       calls after it.
+       calls after it without Python.
     5. The output, ``target`` (in place) or a new tensor of the entry's layout, and the
        loop; an integer division by zero raises as CPU's does.
     """
@@ -142,7 +142,7 @@ def serve(
         return None
     if c_room is not None and c_room < extents[3]:
         return None
-    if record_in is not None and key not in record_in:
+    if record_in is not None and (record_in.python is None or key not in record_in.python):
         replay.record(record_in, key, entry)
     if target is None:
         out = _empty_strided(entry.sizes, entry.strides, entry.dtype, entry.device)
@@ -167,7 +167,7 @@ def serve_one(
     first: Callable[..., tuple[torch.Tensor, Entry | _General]],
     call: tuple,
     target: torch.Tensor | None,
-    record_in: dict | None,
+    record_in: replay.Target | None,
 ) -> torch.Tensor | None:
     """``serve`` for a call whose one tensor operand is ``self`` (unary ops, relu, the
     reductions): its signature is read here and the cache key is ``(head, signature key)``,

@@ -1,16 +1,18 @@
 """Decides nothing: hands the stub a record of each elementwise call signature Python answered.
 
-The per-call path of a functional elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)``)
-repeats what the signature's ``Entry`` already decided: allocate the output, call the loop.
-``_C._replay(table, a[, b])`` does that in one stub call, below Python's per-call cost: it
-reads the tensors' layout key, finds the record, checks the storages hold the layout,
-allocates, and calls the loop through a numba C entry point
-(``kernels/elementwise/_replay.py``, ``_replay_copy.py``).
+The per-call path of an elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)``,
+``x.mul_(beta)``, ``x * 0.5``) repeats what the signature's ``Entry`` already decided:
+allocate the output (or write ``self``), call the loop. The stub does that below Python's
+per-call cost: its C++ kernels in front of the dispatcher (``NATIVE``,
+csrc_stub/native_replay.cpp) read the tensors' layout key, find the record, check the
+storages hold the layout, convert a Python number operand's value, allocate, and call the
+loop through a numba C entry point (``kernels/elementwise/_replay.py``, ``_replay_copy.py``);
+``_C._replay(table, a[, b])`` does the same from Python for a functional call of tensors.
 Records are made here from entries the Python path made (``record``), on a signature's
-second call (a one-off call never loads the entry points), one table per op, for
-the calls whose entry depends on nothing but the tensors' layouts: functional, every
-operand a mydev tensor, ``alpha`` the default 1, a loop small enough to run serially. A
-call the table does not know goes to the Python path, which raises, plans or records.
+second call (a one-off call never loads the entry points), one table per op and form, for
+the calls whose entry depends on nothing but the tensors' layouts and a number's type:
+every tensor on mydev, ``alpha`` the default 1, a loop small enough to run serially. A call
+the table does not know goes to the Python path, which raises, plans or records.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ import collections
 import contextlib
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
 
 from torch_mydev import _C
 from torch_mydev.kernels.jit.compiler import NotCompiled
+from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES
 
 __all__ = [
     "COPY",
@@ -30,11 +36,13 @@ __all__ = [
     "TABLES",
     "TABLE_SIZE",
     "Record",
+    "Target",
     "clear",
     "record",
     "record_copy",
     "replay",
     "replay_copy",
+    "target",
 ]
 
 replay = _C._replay
@@ -45,26 +53,72 @@ holds the parameters' block alive while the record lives."""
 TABLE_SIZE = 4096  # records per op; a full table is emptied (records are remade on use)
 # op -> {signature key: record}; add/sub/mul, the comparisons, neg, abs, relu.
 TABLES: dict[str, dict[bytes, tuple]] = {
-    name: {} for name in ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs")
+    name: {}
+    for name in ("add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs")
 }
 TABLES["relu"] = {}
 # copy_: {signature of (dst, src): record}; clone: memory format -> {signature of src: record}
 COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
-_TABLE_NAMES = {id(table): name for name, table in TABLES.items()}
 
 # The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
-# (table, tensor operands, whether an ``alpha`` argument must be 1). Their Python kernels are
-# registered for PrivateUse3, where the stub's kernel sends every call it does not replay.
-NATIVE: dict[str, tuple[str, int, bool]] = {
-    "add.Tensor": ("add", 2, True),
-    "sub.Tensor": ("sub", 2, True),
-    "mul.Tensor": ("mul", 2, False),
-    **{f"{name}.Tensor": (name, 2, False) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
-    "neg": ("neg", 1, False),
-    "abs": ("abs", 1, False),
-    "relu": ("relu", 1, False),
+# (table, leading operands, whether an ``alpha`` argument must be 1, in place). Their Python
+# kernels are registered for PrivateUse3, where the stub's kernel sends every call it does
+# not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``) is part of a call's key by
+# its type and position, its value converted per call.
+NATIVE: dict[str, tuple[str, int, bool, bool]] = {
+    **{
+        f"{name}{inplace}.{overload}": (name + inplace, 2, name in ("add", "sub"), bool(inplace))
+        for name in ("add", "sub", "mul", "div")
+        for inplace in ("", "_")
+        for overload in ("Tensor", "Scalar")
+    },
+    **{
+        f"{name}.{overload}": (name, 2, False, False)
+        for name in ("eq", "ne", "lt", "le", "gt", "ge")
+        for overload in ("Tensor", "Scalar")
+    },
+    **{
+        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace))
+        for name in ("neg", "abs", "relu")
+        for inplace in ("", "_")
+    },
 }
+
+
+class Target(NamedTuple):
+    """Where a repeat served in Python is recorded: the stub's table ``name`` (one of
+    ``NATIVE``'s), ``python`` the table ``_C._replay`` reads (a functional call of tensors
+    alone; else None), and a Python number operand's dtype (bool, int64, float64 or
+    complex128; None without one) and position."""
+
+    name: str
+    python: dict | None
+    number: torch.dtype | None
+    position: int
+
+
+_NATIVE_TABLES = frozenset(table for table, *_ in NATIVE.values())
+_TARGETS: dict[tuple, Target | None] = {}
+
+
+def target(
+    name: str, inplace: bool, number: type | None = None, position: int = 0
+) -> Target | None:
+    """The ``Target`` of ``name`` (``add``, ``lt``, ``neg`` ...) functional or in place, with
+    a number of Python type ``number`` at ``position``; None when the stub replays no such
+    call."""
+    cache_key = (name, inplace, number, position)
+    found = _TARGETS.get(cache_key, False)
+    if found is not False:
+        return found
+    table = name + "_" if inplace else name
+    found = None
+    if table in _NATIVE_TABLES:
+        python = TABLES.get(table) if number is None else None
+        found = Target(table, python, None if number is None else NUMBER_DTYPES[number], position)
+    _TARGETS[cache_key] = found
+    return found
 
 
 def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
@@ -80,46 +134,39 @@ def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
 
 
 @_unless_compiling
-def record(table: dict[bytes, tuple], key: bytes, entry) -> None:
-    """Record ``entry`` (an ``elementwise.entries.Entry``) under the signature ``key``, in
-    the stub's table of the same op too; a loop the stub does not replay (parallel, or of
-    nothing) is not recorded. The kernel gives its C entry and parameter block
-    (``Prepared.replay_block``): nothing here reads a kernel's arguments."""
+def record(where: Target, key: bytes, entry) -> None:
+    """Record ``entry`` (an ``elementwise.entries.Entry``) under the signature ``key`` (its
+    tensors' ``_C._signature`` key) in the stub's table ``where.name``, and in its Python
+    table when it has one; a loop the stub does not replay (parallel, or of nothing) is not
+    recorded. The kernel gives its C entry and parameter block (``Prepared.replay_block``):
+    nothing here reads a kernel's arguments."""
     block = entry.prepared.replay_block()
     if block is None:
         return
     address, params = block
     extents = entry.prepared.extents
-    name = _TABLE_NAMES.get(id(table))
-    if name is not None:
-        _C._native_replay_put(
-            name,
+    extent0, extent1 = extents[1], extents[2] if len(extents) > 2 else 0
+    _C._native_replay_put(
+        where.name, key, entry.sizes, entry.strides, entry.dtype, entry.device, address,
+        params.tobytes(), extent0, extent1, where.number, where.position, entry.constant_dtype,
+    )  # fmt: skip
+    if where.python is not None:
+        _put(
+            where.python,
             key,
-            entry.sizes,
-            entry.strides,
-            entry.dtype,
-            entry.device,
-            address,
-            params.tobytes(),
-            extents[1],
-            extents[2] if len(extents) > 2 else 0,
+            Record(
+                sizes=entry.sizes,
+                strides=entry.strides,
+                dtype=entry.dtype,
+                device=entry.device,
+                entry=address,
+                params=params.ctypes.data,
+                extent0=extent0,
+                extent1=extent1,
+                unit=1,
+                keep=params,
+            ),
         )
-    _put(
-        table,
-        key,
-        Record(
-            sizes=entry.sizes,
-            strides=entry.strides,
-            dtype=entry.dtype,
-            device=entry.device,
-            entry=address,
-            params=params.ctypes.data,
-            extent0=extents[1],
-            extent1=extents[2] if len(extents) > 2 else 0,
-            unit=1,
-            keep=params,
-        ),
-    )
 
 
 @_unless_compiling

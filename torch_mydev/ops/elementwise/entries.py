@@ -9,10 +9,6 @@ the general path must run every time (a cast temporary, a CPU scalar, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
-
-import numpy as np
 import torch
 
 from torch_mydev import _C
@@ -35,19 +31,21 @@ _INPUTS = {"unary": 1, "where": 3}
 
 def entry_of(
     prepared: kernels.Prepared,
-    constant: np.ndarray | None,
     sizes: tuple[int, ...],
     strides: tuple[int, ...],
     dtype: torch.dtype,
     device: int,
-    convert: Callable[[Number], np.ndarray] | None = None,
+    number: Number | None = None,
+    constant_dtype: torch.dtype | None = None,
 ) -> Entry:
     """The ``per_call.Entry`` of a prepared elementwise loop (``kernels.prepare_binary``,
     ``prepare_compare``, ``prepare_unary`` or ``prepare_where``): kept per (op, rounding
     mode, the tensors' ``_C._signature`` key, the Python number operand, alpha, in-place or
     not, default dtype) for calls the general path finishes with no cast temporary and no
-    resize, all tensors on mydev, a number operand's bytes converted once (``constant``; no
-    plan depends on a number's value, only on its type)."""
+    resize, all tensors on mydev. A Python ``number`` operand is read by the loop as one
+    element of ``constant_dtype``, its bytes converted once per value (no plan depends on a
+    number's value, only on its type)."""
+    constant = None if constant_dtype is None else kernels.scalar_bytes(number, constant_dtype)
     return Entry(
         prepared.kernel,
         prepared.args,
@@ -59,7 +57,7 @@ def entry_of(
         device,
         prepared=prepared,
         constant=constant,
-        convert=convert,
+        constant_dtype=constant_dtype,
     )
 
 
@@ -69,8 +67,8 @@ ENTRY_CACHE_SIZE = 4096
 BINARY_CACHE_SIZE = ENTRY_CACHE_SIZE  # the former name
 _entries: LRUCache[tuple, Entry | object] = LRUCache(ENTRY_CACHE_SIZE)
 # The same entries of calls with a Python number, keyed by the number's type instead of its
-# value: a value not seen before reuses the entry with its own conversion (``Entry.convert``)
-# and adds nothing to ``_entries``.
+# value: a value not seen before reuses the entry with its own conversion (into
+# ``Entry.constant_dtype``) and adds nothing to ``_entries``.
 _by_number_type: LRUCache[tuple, Entry | object] = LRUCache(ENTRY_CACHE_SIZE)
 # _C._signature(t0[, t1]) returns None (not a strided host tensor with storage) or
 # (key, lazy_bits, then per tensor: data address, storage address, storage bytes); the
@@ -146,12 +144,16 @@ def fast_binary(
     else:
         return None
     record_in = None
+    if mode is None and alpha_kind is int and alpha == 1:
+        record_in = (
+            replay.target(name, inplace)
+            if number is None
+            else replay.target(name, inplace, type(number), int(not number_first))
+        )
     if number is None:
         cache_key = (name, mode, key, None, alpha_key, inplace, None if name != "div" else
                      torch.get_default_dtype())  # fmt: skip
         entry = _entries.peek(cache_key)
-        if not inplace and mode is None and alpha_kind is int and alpha == 1:
-            record_in = replay.TABLES.get(name)
     else:
         default = torch.get_default_dtype()
         cache_key = (name, mode, key, number_key(number), alpha_key, inplace, default, number_first)
@@ -163,7 +165,7 @@ def fast_binary(
             # every step); it is not remembered under this value
             entry = _by_number_type.peek(_type_key(cache_key, number))
             if entry is not None and entry is not GENERAL:
-                constant = entry.convert(number)
+                constant = kernels.scalar_bytes(number, entry.constant_dtype)
         if entry is not None and entry is not GENERAL:
             address = entry.constant_address if constant is None else constant.ctypes.data
             if number_first:
@@ -235,27 +237,24 @@ def _binary_entry(
     )
     if casts or common not in _FAST_DTYPES:
         return GENERAL
-    number = not isinstance(other, torch.Tensor)
+    number = None if isinstance(other, torch.Tensor) else other
     if compare:
-        constant = kernels.scalar_bytes(other, common) if number else None
         prepared = kernels.prepare_compare(
             name, common, plan.coalesced_shape, plan.coalesced_stride_bytes
         )
-        convert = partial(kernels.scalar_bytes, dtype=common) if number else None
+        constant_dtype = None if number is None else common
         return entry_of(
-            prepared, constant, plan.shape, plan.output_strides[0], torch.bool, device, convert
+            prepared, plan.shape, plan.output_strides[0], torch.bool, device, number, constant_dtype
         )
     op = kernel_op(name, mode)
     scalar_other = opmath_scalar(op, plan, other)
     if scalar_other is not None and isinstance(other, torch.Tensor):
         return GENERAL  # torch reads the tensor's value per call
-    constant = convert = None
-    if scalar_other is not None:  # float32 bytes of the number: opmath_scalar's value
-        constant = np.array([scalar_other], dtype=np.float32)
-        convert = partial(kernels.scalar_bytes, dtype=torch.float32)
-    elif number:
-        constant = kernels.scalar_bytes(other, common)
-        convert = partial(kernels.scalar_bytes, dtype=common)
+    constant_dtype = None
+    if scalar_other is not None:  # the number's float32 bytes: opmath_scalar's value
+        constant_dtype = torch.float32
+    elif number is not None:
+        constant_dtype = common
     prepared = kernels.prepare_binary(
         op,
         common,
@@ -266,7 +265,7 @@ def _binary_entry(
     )
     out_dtype = plan.output_dtypes[0]
     strides = plan.output_strides[0]
-    return entry_of(prepared, constant, plan.shape, strides, out_dtype, device, convert)
+    return entry_of(prepared, plan.shape, strides, out_dtype, device, number, constant_dtype)
 
 
 def _number_first_entry(
@@ -294,12 +293,12 @@ def _number_first_entry(
     )
     return entry_of(
         prepared,
-        kernels.scalar_bytes(number, common),
         plan.shape,
         plan.output_strides[0],
         plan.output_dtypes[0],
         other.get_device(),
-        partial(kernels.scalar_bytes, dtype=common),
+        number,
+        common,
     )
 
 
@@ -307,7 +306,8 @@ def fast_unary(name: str, self: torch.Tensor, inplace: bool) -> torch.Tensor | N
     """neg and abs (functional or in-place) through a cached ``Entry`` (``serve_one``).
     None where the general path must run, as for ``fast_binary``; complex ``abs`` (a real
     result) always takes it."""
-    target, record_in = (self, None) if inplace else (None, replay.TABLES[name])
+    target = self if inplace else None
+    record_in = replay.target(name, inplace)
     return serve_one(
         _entries, (name, inplace), self, _first_unary, (name, self, inplace), target, record_in
     )
@@ -336,7 +336,7 @@ def _unary_entry(name: str, self: torch.Tensor, inplace: bool) -> Entry | object
     prepared = kernels.prepare_unary(
         name, self.dtype, plan.coalesced_shape, plan.coalesced_stride_bytes
     )
-    return entry_of(prepared, None, plan.shape, plan.output_strides[0], self.dtype, device)
+    return entry_of(prepared, plan.shape, plan.output_strides[0], self.dtype, device)
 
 
 def fast_where(condition: Arg, self: Arg, other: Arg) -> torch.Tensor | None:
@@ -399,6 +399,6 @@ def _first_where(
     if prepared is None:
         return result, GENERAL
     entry = entry_of(
-        prepared, None, plan.shape, plan.output_strides[0], result.dtype, result.get_device()
+        prepared, plan.shape, plan.output_strides[0], result.dtype, result.get_device()
     )
     return result, entry

@@ -240,7 +240,8 @@ def _resolved(x: torch.Tensor) -> torch.Tensor:
 def _fast_relu(self: torch.Tensor, inplace: bool) -> torch.Tensor | None:
     """relu / relu_ through a cached ``Entry`` (``per_call.serve_one``: ``a`` read twice);
     None where the general path must run."""
-    target, record_in = (self, None) if inplace else (None, _RELU)
+    target = self if inplace else None
+    record_in = replay.target("relu", inplace)
     memory = entries.MEMORY
     return serve_one(
         memory, ("relu", inplace), self, _first_relu, (self, inplace), target, record_in
@@ -259,9 +260,7 @@ def _relu_entry(self: torch.Tensor, inplace: bool) -> Entry | object:
     prepared = kernels.prepare_binary(
         "clamp_min", self.dtype, plan.coalesced_shape, (strides[0], strides[1], strides[1]), alpha=0
     )
-    return entry_of(
-        prepared, None, plan.shape, plan.output_strides[0], self.dtype, self.get_device()
-    )
+    return entry_of(prepared, plan.shape, plan.output_strides[0], self.dtype, self.get_device())
 
 
 def _fast_threshold_backward(
@@ -314,6 +313,4 @@ def _threshold_backward_entry(
         alpha=threshold,
     )
     out_dtype = plan.output_dtypes[0]
-    return entry_of(
-        prepared, None, plan.shape, plan.output_strides[0], out_dtype, self.get_device()
-    )
+    return entry_of(prepared, plan.shape, plan.output_strides[0], out_dtype, self.get_device())

@@ -1,0 +1,208 @@
+"""The stub's C++ replay of in-place calls and calls with a Python number
+(csrc_stub/native_replay.cpp, ``ops/replay.py NATIVE``).
+
+Truth: torch CPU's result of the same call (values bit for bit, dtype, sizes, strides), for
+a number whose value changes between calls (the key holds its type, never its value), and
+the Python path where the replay must step aside.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.dtypes import DEVICE_DTYPES
+from tests.support.tensors import same_bits
+from torch_mydev import _C
+from torch_mydev.kernels.elementwise import kernel as kernels
+from torch_mydev.ops import replay
+from torch_mydev.ops.elementwise import entries as elementwise_entries
+from torch_mydev.ops.elementwise import relu as elementwise_relu
+
+_INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+_NUMBERS = st.one_of(
+    st.booleans(),
+    _INT64,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.complex_numbers(allow_nan=True, allow_infinity=True),
+)
+
+
+@given(value=_NUMBERS, dtype=st.sampled_from(DEVICE_DTYPES))
+def test_a_number_converts_as_python_converts_it(value, dtype) -> None:
+    """The stub converts each call's number itself (``c10::convert``); its bytes are the
+    ones Python's entries hold (``kernels.scalar_bytes``, checked against torch in
+    tests/kernels/elementwise/test_scalar_bytes.py)."""
+    assert _C._native_number_bytes(value, dtype) == kernels.scalar_bytes(value, dtype).tobytes()
+
+
+def _python_path_forbidden(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded call signature")
+
+    monkeypatch.setattr(elementwise_entries, "_signature", refuse)
+    monkeypatch.setattr(elementwise_relu, "_signature", refuse)
+
+
+def _operands(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(3)
+    a = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20).to(dtype)
+    b = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20 + 0.5).to(dtype)
+    c = (torch.randn(2, 3, 4, 5, generator=g) * 9).to(dtype)
+    return [
+        (a, b),  # contiguous
+        (a.t(), b.t()),  # transposed
+        (a, b[:1]),  # broadcast (stride 0)
+        (a[1:, ::2], b[1:, 1::2]),  # sliced, with offsets and steps
+        (c.contiguous(memory_format=torch.channels_last), c.flip(1)),  # mixed formats
+    ]
+
+
+# (name, call on (x, y, number)); in-place calls write x, which each call gets afresh.
+INPLACE = [
+    ("add_", lambda x, y, n: x.add_(y)),
+    ("sub_", lambda x, y, n: x.sub_(y)),
+    ("mul_", lambda x, y, n: x.mul_(y)),
+    ("div_", lambda x, y, n: x.div_(y)),
+    ("add_", lambda x, y, n: x.add_(x)),
+    ("mul_", lambda x, y, n: x.mul_(n)),
+    ("add_", lambda x, y, n: x.add_(n)),
+    ("div_", lambda x, y, n: x.div_(n)),
+    ("relu_", lambda x, y, n: x.relu_()),
+    ("neg_", lambda x, y, n: x.neg_()),
+]
+WITH_NUMBER = [
+    ("mul", lambda x, y, n: x * n),
+    ("add", lambda x, y, n: x + n),
+    ("sub", lambda x, y, n: n - x),  # rsub: the number first
+    ("div", lambda x, y, n: x / n),
+    ("div", lambda x, y, n: x / y),
+    ("lt", lambda x, y, n: x < n),
+    ("eq", lambda x, y, n: torch.eq(x, n)),
+    ("mul", lambda x, y, n: torch.mul(x, n)),
+]
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64]
+
+
+def _cases(dtype: torch.dtype, numbers: list) -> list:
+    """(name, run on mydev, run on CPU) for every layout, op and number."""
+    cases = []
+    for x, y in _operands(dtype):
+        dx, dy = x.to("mydev"), y.to("mydev")
+        for name, call in INPLACE:
+            if name == "relu_" and dtype.is_complex:
+                continue
+            for n in numbers:
+                cases.append((
+                    name,
+                    lambda f=call, p=dx, q=dy, n=n: f(p.clone(), q, n),
+                    lambda f=call, p=x, q=y, n=n: f(p.clone(), q, n),
+                ))  # fmt: skip
+        for name, call in WITH_NUMBER:
+            if name == "lt" and dtype.is_complex:
+                continue
+            if name == "sub" and dtype in (torch.float16, torch.bfloat16):
+                continue  # a first number in float16/bfloat16 takes the general path always
+                # (CPU's loop treats only a second operand's number apart: entries.py)
+            for n in numbers:
+                cases.append((
+                    name,
+                    lambda f=call, p=dx, q=dy, n=n: f(p, q, n),
+                    lambda f=call, p=x, q=y, n=n: f(p, q, n),
+                ))  # fmt: skip
+    return cases
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_inplace_and_number_calls_replayed_equal_cpu(dtype, monkeypatch) -> None:
+    """Each call twice with the number 0.75 (the second records), then with numbers never
+    seen, with the Python path forbidden: the stub alone answers, and equals CPU."""
+    replay.clear()
+    cases = _cases(dtype, [0.75])
+    for _, mine, _ in cases:
+        mine()
+        mine()
+    _python_path_forbidden(monkeypatch)
+    for number in (0.75, -3.0e5, 1 / 3, math.inf):
+        for name, mine, cpu in _cases(dtype, [number]):
+            got, expected = mine(), cpu()
+            assert got.device.type == "mydev", name
+            assert got.dtype == expected.dtype and got.shape == expected.shape, name
+            assert got.stride() == expected.stride(), name
+            if dtype.is_complex:  # docs/ops.md: zero signs, and mul/div's rounding, differ
+                torch.testing.assert_close(got.cpu(), expected, rtol=4e-7, atol=0, equal_nan=True)
+            else:
+                assert same_bits(got.cpu(), expected), (name, number)
+
+
+def test_inplace_returns_self_and_integer_numbers_keep_their_type(monkeypatch) -> None:
+    """In place, the result is ``self`` itself; an int number on an int tensor stays in its
+    dtype, wrapping as torch does."""
+    replay.clear()
+    x = torch.arange(-6, 6, dtype=torch.int8).to("mydev")
+    for _ in range(2):
+        y = x.clone()
+        assert y.add_(3) is y
+        x * 1000
+    _python_path_forbidden(monkeypatch)
+    y = x.clone()
+    assert y.add_(127) is y
+    assert same_bits(y.cpu(), x.cpu().add_(127))
+    assert same_bits((x * 300).cpu(), x.cpu() * 300)
+
+
+def test_the_default_dtype_is_part_of_the_key() -> None:
+    """An integer tensor times a float gives the default dtype: nothing made under one
+    default answers under another (the stub's key holds the default dtype)."""
+    replay.clear()
+    x = torch.arange(6).to("mydev")
+    for _ in range(3):
+        assert (x * 0.5).dtype == torch.float32
+        assert (x / x).dtype == torch.float32
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert same_bits((x * 0.1).cpu(), torch.arange(6) * 0.1)
+        assert same_bits((x / 7).cpu(), torch.arange(6) / 7)
+        assert (x * 0.1).dtype == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    assert (x * 0.5).dtype == torch.float32
+
+
+def test_steps_aside_for_operands_in_self_and_alpha() -> None:
+    """An in-place operand that is another view of ``self``'s storage, and ``alpha`` other
+    than 1, go to the Python path: CPU's answers and errors."""
+    replay.clear()
+    base_cpu = torch.arange(12.0)
+    base = base_cpu.to("mydev")
+    for _ in range(3):
+        a, b = base.clone(), base.clone()
+        a[:6].add_(b[6:])
+        a[:6].add_(a[6:])  # one storage, no overlap
+    expected = base_cpu.clone()
+    expected[:6].add_(base_cpu[6:])
+    expected[:6].add_(expected[6:])
+    assert same_bits(a.cpu(), expected)
+    overlap = base.clone()
+    with pytest.raises(RuntimeError, match="memory location"):
+        overlap[:8].add_(overlap[4:])  # partial overlap: refused as CPU refuses it
+    x = torch.ones(4, device="mydev")
+    for alpha in (2, 3, 0.5):
+        assert same_bits(x.clone().add_(x, alpha=alpha).cpu(), torch.ones(4).add_(1, alpha=alpha))
+
+
+def test_a_storage_too_small_still_raises() -> None:
+    replay.clear()
+    a = torch.arange(12.0).reshape(3, 4).to("mydev")
+    for _ in range(3):
+        a.clone().mul_(2.0)
+    view = torch.empty(0, device="mydev")
+    view.set_(a.clone().untyped_storage(), 0, (3, 4), (4, 1))
+    view.untyped_storage().resize_(16)  # now holds 4 of the 12 elements
+    with pytest.raises((IndexError, RuntimeError)):
+        view.mul_(2.0)
