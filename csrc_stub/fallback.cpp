@@ -69,6 +69,8 @@ struct FallbackState {
   PyObject* write_back = nullptr;  // (mydev tensor, cpu tensor) -> None
   std::atomic<bool> zero_copy{true};
   std::vector<std::unique_ptr<torch::Library>> libraries;
+  // Calls of the stub's own fallback kernels (random.cpp), by fallback_stats name.
+  std::unordered_map<std::string, std::unique_ptr<std::atomic<int64_t>>> named;
 };
 
 FallbackState& fallback_state() {
@@ -474,6 +476,32 @@ void impl_for(const std::string& name) {
 
 } // namespace
 
+bool plain_calls_allowed() {
+  return fallback_state().zero_copy.load(std::memory_order_relaxed) && !warn_requested();
+}
+
+void count_fallback_call(const std::string& name) {
+  FallbackState& s = fallback_state();
+  {
+    std::shared_lock<std::shared_mutex> lock(s.mutex);
+    auto found = s.named.find(name);
+    if (found != s.named.end()) {
+      found->second->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  std::unique_lock<std::shared_mutex> lock(s.mutex);
+  auto& counter = s.named[name];
+  if (!counter) {
+    counter = std::make_unique<std::atomic<int64_t>>(0);
+  }
+  counter->fetch_add(1, std::memory_order_relaxed);
+}
+
+void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  python_path(op, stack);
+}
+
 void init_fallback(pybind11::module& m) {
   m.def(
       "_fallback_install",
@@ -518,6 +546,11 @@ void init_fallback(pybind11::module& m) {
             counts[facts->name] += calls;
           }
         }
+        for (const auto& [name, calls] : s.named) {
+          if (calls->load() != 0) {
+            counts[name] += calls->load();
+          }
+        }
         return counts;
       },
       "Calls run by the C++ fallback, by fallback_stats name");
@@ -528,6 +561,9 @@ void init_fallback(pybind11::module& m) {
         std::shared_lock<std::shared_mutex> lock(s.mutex);
         for (auto& [_, facts] : s.facts) {
           facts->calls.store(0);
+        }
+        for (auto& [_, calls] : s.named) {
+          calls->store(0);
         }
       },
       "Forget the C++ fallback's counts");

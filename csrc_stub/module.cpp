@@ -227,6 +227,8 @@ void init_replay(pybind11::module& m);
 void init_fallback(pybind11::module& m);
 // native_replay.cpp: recorded elementwise calls replayed before Python (_native_replay_*).
 void init_native_replay(pybind11::module& m);
+// random.cpp: the lend lock of random ops and native_dropout's plain call (_rng_lend_*).
+void init_random(pybind11::module& m);
 
 } // namespace mydev
 
@@ -240,6 +242,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   mydev::init_replay(m);
   mydev::init_fallback(m);
   mydev::init_native_replay(m);
+  mydev::init_random(m);
   // The torch release whose headers and libraries this stub was built against.
   m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;

@@ -5,6 +5,8 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
@@ -120,6 +122,13 @@ void drop_held_alias_now();
 // a block of CPU's allocator that nothing else holds (alias.cpp); else an undefined tensor.
 // On success `tensor` is left with an empty storage.
 at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index);
+
+// fallback.cpp: whether the C++ fallback may run plain calls (zero-copy on, no warning asked
+// for); count a call the stub ran as a fallback under its fallback_stats name; send a call to
+// the Python fallback (PrivateUse3).
+bool plain_calls_allowed();
+void count_fallback_call(const std::string& name);
+void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // --- the replay key (replay.cpp) --------------------------------------------------------
 // Flags of a layout key's tensors: a lazy conjugate or negative bit, a copy-on-write storage.

@@ -17,6 +17,7 @@
 #include "native_replay.cpp"
 #include "pinned.cpp"
 #include "profiler.cpp"
+#include "random.cpp"
 #include "replay.cpp"
 #include "sdpa.cpp"
 #include "views.cpp"

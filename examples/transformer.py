@@ -18,14 +18,14 @@ constant added to every score of a row), about 1e-10 in float, so one ulp anywhe
 moves those updates by some 1e-5, past float32's ``atol``.
 
 Dropout is 0.0, in train mode. With p > 0 and both steps seeded alike (``step_on_both``
-does), three of the four dropout masks match but ``dropout1``'s does not: its input, the
-attention output, is a transposed view (``batch_first``). CPU's ``F.dropout`` runs
-``_dropout_impl`` (aten/src/ATen/native/Dropout.cpp), which draws its ``bernoulli_`` noise
-into ``empty_like(input)``, in the input's memory order; mydev, like CUDA, reaches
-``native_dropout``, whose fallback (``fallback.random._native_dropout``, CPU's
-``native_dropout_cpu``) draws into a contiguous mask: the same numbers at other positions.
-``tests/ops/test_transformer.py`` keeps that case as a strict xfail. p > 0 also moves
-attention from CPU's flash kernel to the math path (CPU's ``_fused_sdp_choice`` for dropout).
+does), every dropout mask matches CPU's: CPU's ``F.dropout`` runs ``_dropout_impl``
+(aten/src/ATen/native/Dropout.cpp), which draws its ``bernoulli_`` noise into
+``empty_like(input)``, in the input's memory order, and mydev, like CUDA, reaches
+``native_dropout``, whose mask (``fallback.random._native_dropout``, the stub's
+``csrc_stub/random.cpp``, both CPU's ``native_dropout_cpu``) is laid out as its input too,
+so ``dropout1``'s transposed input (``batch_first``) draws in the same order
+(``tests/ops/test_transformer.py``). p > 0 also moves attention from CPU's flash kernel to
+the math path (CPU's ``_fused_sdp_choice`` for dropout).
 
 Run it with ``python examples/transformer.py``.
 """

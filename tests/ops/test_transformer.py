@@ -119,12 +119,6 @@ def _difference(cpu, mydev) -> str | None:
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="dropout1's input is a transposed view: CPU's _dropout_impl draws its noise in "
-    "the input's memory order, mydev's native_dropout into a contiguous mask",
-)
 def test_seeded_dropout_matches_cpu():
     difference = _difference(*transformer.run_both(seed=1, dropout=0.1))
     assert difference is None, difference

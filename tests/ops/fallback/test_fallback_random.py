@@ -144,3 +144,105 @@ def test_a_seeded_op_without_a_generator_argument_runs_as_on_cpu():
     expected_out, expected_lse = op(q, k, v)
     assert torch.equal(out.cpu(), expected_out) and torch.equal(lse.cpu(), expected_lse)
     assert "aten::_scaled_dot_product_flash_attention_for_cpu" in torch_mydev.fallback_stats()
+
+
+def _dropout_layouts() -> list[torch.Tensor]:
+    base = torch.randn(6, 10) * 7
+    return [
+        base,
+        base.t(),
+        base[1:, ::3],
+        base.half(),  # CPU scales in float16: 1 / 0.6 rounds first
+        base.bfloat16().t(),
+        base.double()[:, 2:],
+    ]
+
+
+def test_native_dropout_runs_in_the_stub_and_draws_like_cpu(monkeypatch):
+    """A plain native_dropout (csrc_stub/random.cpp) never enters the Python fallback; it
+    draws CPU's mask from the mydev generator, counts as a fallback call, and its results
+    are mydev memory laid out as CPU's (the mask as the input). Inputs sliced, transposed
+    and float16 included."""
+    from torch_mydev.ops.fallback import random as fallback_random
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python fallback ran a plain native_dropout")
+
+    monkeypatch.setitem(fallback_random.SPECIAL, "aten::native_dropout", refuse)
+    for x in _dropout_layouts():
+        torch.manual_seed(11)
+        out, mask = torch.native_dropout(x, 0.4, True)
+        torch.manual_seed(11)
+        before = torch_mydev.fallback_stats().get("aten::native_dropout", 0)
+        dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.4, None)
+        assert torch_mydev.fallback_stats()["aten::native_dropout"] == before + 1
+        assert dev_out.device.type == dev_mask.device.type == "mydev"
+        assert dev_out.stride() == out.stride() and dev_mask.stride() == mask.stride()
+        assert torch.equal(out, dev_out.cpu()) and torch.equal(mask, dev_mask.cpu())
+
+
+def test_native_dropout_in_python_draws_like_cpu(monkeypatch):
+    """The Python fallback's native_dropout (the copying path) gives the same layouts and
+    draws."""
+    monkeypatch.setattr(fallback, "zero_copy", False)
+    for x in _dropout_layouts():
+        torch.manual_seed(12)
+        out, mask = torch.native_dropout(x, 0.4, True)
+        torch.manual_seed(12)
+        dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.4, True)
+        assert dev_out.stride() == out.stride() and dev_mask.stride() == mask.stride()
+        assert torch.equal(out, dev_out.cpu()) and torch.equal(mask, dev_mask.cpu())
+
+
+def test_native_dropout_steps_aside_outside_training_and_for_lazy_bits():
+    """Not training, or a lazy negation: the Python fallback answers, as CPU does."""
+    x = torch.randn(5, 4)
+    out, mask = torch.native_dropout(x.to("mydev"), 0.5, False)
+    assert torch.equal(out.cpu(), x) and bool(mask.cpu().all())
+    torch.manual_seed(4)
+    expected, expected_mask = torch.native_dropout(-x, 0.5, True)
+    torch.manual_seed(4)
+    got, got_mask = torch.native_dropout(x.to("mydev")._neg_view(), 0.5, True)
+    assert torch.equal(got.cpu(), expected) and torch.equal(got_mask.cpu(), expected_mask)
+
+
+def test_the_stubs_lend_and_pythons_exclude_each_other():
+    """Eight threads released together, half running the stub's native_dropout and half a
+    random op lent in Python, on one generator: its final state is a sequential run's (a
+    lend that read the state another lend had not yet given back would repeat numbers and
+    end elsewhere), whatever the order."""
+    x = torch.randn(64).to("mydev")
+
+    def stub_lend():
+        torch.native_dropout(x, 0.5, True)
+
+    def python_lend():
+        torch.empty(16, device="mydev").uniform_()
+
+    jobs = [stub_lend, python_lend] * 4
+    rounds = 20
+    torch.manual_seed(21)
+    for _ in range(rounds):
+        for job in jobs:
+            job()
+    expected = torch_mydev._C._default_generator(0).get_state()
+
+    torch.manual_seed(21)
+    barrier = threading.Barrier(len(jobs))
+    errors: list[BaseException] = []
+
+    def run(job):
+        try:
+            for _ in range(rounds):
+                barrier.wait()
+                job()
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert torch.equal(torch_mydev._C._default_generator(0).get_state(), expected)

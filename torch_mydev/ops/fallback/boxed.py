@@ -562,4 +562,5 @@ def register() -> None:
         explicit.impl(name, fst.kernel_for(op, run_on_cpu), PYTHON_KEY)
         _C._structured_kernel(name)
     fallback_sdpa.register(explicit)
+    _C._native_dropout_kernel()  # its plain calls in the stub (csrc_stub/random.cpp)
     _libraries.extend((boxed, explicit))

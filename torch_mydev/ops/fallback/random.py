@@ -7,17 +7,19 @@ the target device when the caller passed none), and the state goes back to the m
 generator afterwards. CPU's default generator is never touched, so what it draws, and what
 each mydev generator draws, depends only on its own seed and calls, whatever other threads
 do. One lock covers a whole lend (state out, op, state back) so concurrent random ops on one
-generator draw consecutive, never repeated, numbers.
+generator draw consecutive, never repeated, numbers: ``RNG_LOCK``, the stub's lend lock,
+which its own ``native_dropout`` (csrc_stub/random.cpp) takes too.
 
 Overloads without a ``generator`` argument (``rand``, ``randn``, ``randint``, ``randperm``,
 ``*_like`` …) run as their sibling overload that has one (``rand.generator``);
-``native_dropout`` (no sibling) runs as CPU's kernel does (``native_dropout_cpu``: a
-``bernoulli_`` mask, ``input * mask * (1 / (1 - p))``) with the lent generator.
+``native_dropout`` (no sibling) runs as CPU's kernel does (``native_dropout_cpu``: a bool
+``bernoulli_`` mask laid out as the input, then ``input * mask * scale`` with the scale in
+the input's dtype,) with the lent generator; its plain
+calls run those same steps in the stub (csrc_stub/random.cpp), the others here.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +31,23 @@ from torch_mydev.ops.fallback import schema as fs
 
 __all__ = ["RNG_LOCK", "lend", "with_generator"]
 
-RNG_LOCK = threading.RLock()
+
+
+class _LendLock:
+    """The stub's lend lock (a recursive mutex), as a context manager; waiting for it
+    releases the GIL, so a thread of the stub's own random ops holding it never waits on
+    a Python thread."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _C._rng_lend_acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        _C._rng_lend_release()
+
+
+RNG_LOCK = _LendLock()
 
 _siblings: dict[torch._ops.OpOverload, torch._ops.OpOverload | None] = {}
 
@@ -76,10 +94,11 @@ def _native_dropout(
     if train is None or train:
         p1m = 1.0 - p
         scale = 0.0 if p1m == 0 else 1.0 / p1m
-        mask = torch.empty_like(input, memory_format=torch.contiguous_format)
+        mask = torch.empty_like(input, dtype=torch.bool)  # the input's layout (preserve)
         mask.bernoulli_(p1m, generator=generator)
-        output = input.mul(mask).mul_(scale)
-        return output, mask.to(torch.bool)
+        # CPU's kernel multiplies by the scale in the input's dtype (a float16 input's scale
+        # rounds to float16 first), not by the Python number
+        return input.mul(mask).mul_(torch.scalar_tensor(scale, dtype=input.dtype)), mask
     return input.clone(), torch.ones_like(input, dtype=torch.bool)
 
 
