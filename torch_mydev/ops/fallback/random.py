@@ -32,7 +32,6 @@ from torch_mydev.ops.fallback import schema as fs
 __all__ = ["RNG_LOCK", "lend", "with_generator"]
 
 
-
 class _LendLock:
     """The stub's lend lock (a recursive mutex), as a context manager; waiting for it
     releases the GIL, so a thread of the stub's own random ops holding it never waits on
