@@ -52,6 +52,7 @@ struct OpFacts {
   bool fast = false;
   std::string name;  // the fallback_stats key
   std::vector<uint8_t> written;  // per argument
+  std::vector<uint8_t> cpu_allowed;  // per argument: CPU tensors of any dims pass as they are
   std::vector<int> return_alias;  // per return: the argument it is, or -1
   // The op whose CPU kernel runs instead (convolution_overrideable: aten::convolution), and
   // whether its arguments gain `bias_sizes` (convolution_backward_overrideable).
@@ -129,10 +130,14 @@ OpFacts& facts_of(const c10::OperatorHandle& op) {
             c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
         made->bias_sizes = tuple[3].cast<bool>();
       }
+      for (auto item : tuple[4]) {
+        made->cpu_allowed.push_back(item.cast<bool>() ? 1 : 0);
+      }
     }
   }
   const auto& arguments = op.schema().arguments();
   made->written.resize(arguments.size(), 0);
+  made->cpu_allowed.resize(arguments.size(), 0);
   // A return is argument i when their alias sets meet (schema.py `_make_info`).
   for (const auto& ret : op.schema().returns()) {
     int index = -1;
@@ -192,8 +197,8 @@ struct Call {
 
   // Whether `t` may take this path: a strided mydev tensor of the call's device (written:
   // not copy-on-write; an out= one may be empty: its alias grows, alias.cpp), or a 0-dim
-  // CPU input.
-  bool admits(const at::Tensor& t, bool written) {
+  // CPU input (of any dims where the op allows CPU tensors: `cpu_allowed`).
+  bool admits(const at::Tensor& t, bool written, bool cpu_allowed = false) {
     if (!t.defined()) {
       return !written;  // an absent optional tensor (an undefined one in the stack)
     }
@@ -213,7 +218,7 @@ struct Call {
       }
       return true;
     }
-    return d.is_cpu() && !written && t.dim() == 0;
+    return d.is_cpu() && !written && (t.dim() == 0 || cpu_allowed);
   }
 
   at::Tensor to_cpu(const at::Tensor& t) {
@@ -254,13 +259,20 @@ bool make_cpu_arguments(
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
     const bool written = facts.written[i] != 0;
+    const bool cpu_allowed = facts.cpu_allowed[i] != 0;
     if (v.isTensor()) {
-      if (!call.admits(v.toTensor(), written)) {
+      if (!call.admits(v.toTensor(), written, cpu_allowed)) {
         return false;
       }
     } else if (v.isTensorList()) {
       for (const at::Tensor& t : v.toTensorList().vec()) {
         if (!call.admits(t, written)) {
+          return false;
+        }
+      }
+    } else if (v.isOptionalTensorList()) {  // index's `Tensor?[] indices`
+      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList().vec()) {
+        if (t.has_value() && !call.admits(*t, written, cpu_allowed)) {
           return false;
         }
       }
@@ -276,6 +288,12 @@ bool make_cpu_arguments(
       c10::List<at::Tensor> list;
       for (const at::Tensor& t : v.toTensorList().vec()) {
         list.push_back(call.to_cpu(t));
+      }
+      cpu.emplace_back(std::move(list));
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList().vec()) {
+        list.push_back(t.has_value() ? std::optional<at::Tensor>(call.to_cpu(*t)) : std::nullopt);
       }
       cpu.emplace_back(std::move(list));
     } else {

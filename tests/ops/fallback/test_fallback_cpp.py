@@ -254,3 +254,42 @@ def test_convolutions_run_cpus_convolution_in_cpp(make, shape):
         "aten::convolution_backward_overrideable": 1,
     }
     assert _python_counts() == {}
+
+
+def test_index_ops_run_in_cpp_with_mydev_or_cpu_indices(monkeypatch):
+    """``index`` and ``index_put_`` (their ``Tensor?[]`` indices, which CUDA also takes on
+    CPU: ``fallback.devices.CPU_ALLOWED``) are plain calls with mydev indices or CPU ones of
+    any dims; results and errors are CPU's, and the warning path (all Python) agrees."""
+    x = torch.randn(6, 5)
+    rows = torch.tensor([4, 0, 4, 1])
+    mask = x[:, 0] > 0
+    values_ = torch.randn(4, 5)
+    dx = x.to("mydev")
+
+    def calls(t, index, boolean, source):
+        return [
+            t[index],
+            t[boolean],
+            t[:, [1, 3]],
+            t.clone().index_put_((index,), source, accumulate=True),
+            t.clone().index_put_((boolean,), torch.zeros(())),
+        ]
+
+    expected = calls(x, rows, mask, values_)
+    for index, boolean in ((rows.to("mydev"), mask.to("mydev")), (rows, mask)):
+        fallback.reset_fallback_stats()
+        got = calls(dx, index, boolean, values_.to("mydev"))
+        assert _python_counts() == {}, (index.device, _python_counts())
+        for a, b in zip(got, expected, strict=True):
+            assert a.device.type == "mydev" and same_layout(a.cpu(), b)
+            assert same_bits(a.cpu(), b)
+    with pytest.raises(IndexError, match="out of bounds"):
+        dx[torch.tensor([9])]
+    with pytest.raises(RuntimeError, match="same device"):
+        dx[torch.tensor([0], device="mydev:1")]
+    monkeypatch.setenv(fallback.WARN_ENV, "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fallback.FallbackWarning)
+        got = calls(dx, rows, mask, values_.to("mydev"))
+    for a, b in zip(got, expected, strict=True):
+        assert same_bits(a.cpu(), b)

@@ -502,24 +502,20 @@ EXPLICIT_TARGETS: dict[str, tuple[str, bool]] = {
 
 def fast_path_facts(
     op: torch._ops.OpOverload,
-) -> tuple[str, tuple[bool, ...], str | None, bool] | None:
+) -> tuple[str, tuple[bool, ...], str | None, bool, tuple[bool, ...]] | None:
     """What the stub's C++ path (``csrc_stub/fallback.cpp``) needs to run ``op``'s plain
-    calls: the name it is counted under, which arguments it writes, and for an ``EXPLICIT``
-    op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``); None when every call
-    must run here in Python: a view op, a random op (its generator), an op whose CPU
-    arguments are allowed (``fallback.devices.CPU_ALLOWED``), one that runs another CPU
-    kernel (``fallback.rnn``), or an op outside ``aten``."""
+    calls: the name it is counted under, which arguments it writes, for an ``EXPLICIT``
+    op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``), and which arguments may
+    be CPU tensors (``fallback.devices.CPU_ALLOWED``, as on CUDA); None when every call
+    must run here in Python: a view op, a random op (its generator), one that runs another
+    CPU kernel (``fallback.rnn``), or an op outside ``aten``."""
     op_info = fs.info(op)
-    if (
-        op_info.is_view
-        or op_info.random
-        or op_info.name in fd.CPU_ALLOWED
-        or op_info.cpu_kernel is not op
-        or op.namespace != "aten"
-    ):
+    if op_info.is_view or op_info.random or op_info.cpu_kernel is not op or op.namespace != "aten":
         return None
     target, bias_sizes = EXPLICIT_TARGETS.get(op_info.name, (None, False))
-    return op_info.name, op_info.written, target, bias_sizes
+    allowed = fd.CPU_ALLOWED.get(op_info.name, frozenset())
+    cpu_allowed = tuple(name in allowed for name in op_info.names)
+    return op_info.name, op_info.written, target, bias_sizes, cpu_allowed
 
 
 def _to_mydev(t: torch.Tensor, index: int) -> torch.Tensor:
