@@ -58,6 +58,7 @@ struct NativeRecord {
   std::vector<int64_t> params;  // a copy of the packed parameters' block
   int64_t extents[2];  // the bytes each operand's storage must hold from its first element
   c10::ScalarType constant_dtype;  // what the loop reads a number operand as
+  int64_t unit = 1;  // what every start address must be a multiple of (a copy loop's unit)
 };
 
 constexpr size_t kTableSize = 4096;  // as ops/replay.py TABLE_SIZE: a full table is emptied
@@ -68,8 +69,8 @@ struct NativeTable {
 };
 
 struct NativeKernel : c10::OperatorKernel {
-  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace)
-      : table(table), operands(operands), alpha(alpha), inplace(inplace) {}
+  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, bool fill)
+      : table(table), operands(operands), alpha(alpha), inplace(inplace), fill(fill) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
@@ -77,6 +78,9 @@ struct NativeKernel : c10::OperatorKernel {
   size_t operands;  // the leading operands (tensors, at most one of them a number): 1 or 2
   bool alpha;  // a third argument that must be the integer 1
   bool inplace;  // the loop writes operand 0 (`self`), which is returned
+  // fill_.Scalar / zero_ (operands 1: the value is argument 1, or 0): a recorded copy loop
+  // from the value, converted with Scalar::to's overflow check, into `self`
+  bool fill;
 };
 
 struct NativeReplayState {
@@ -198,6 +202,45 @@ bool number_bytes(const Number& n, c10::ScalarType to, void* out) {
   }
 }
 
+// `n` as `Scalar::to` converts it into `to` (c10::checked_convert: false where it would
+// raise, and for a complex number into a real dtype: Python's path raises those).
+bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
+  c10::Scalar scalar;
+  switch (n.type) {
+    case c10::ScalarType::Double:
+      scalar = c10::Scalar(n.real);
+      break;
+    case c10::ScalarType::Long:
+      scalar = c10::Scalar(n.integer);
+      break;
+    case c10::ScalarType::Bool:
+      scalar = c10::Scalar(n.integer != 0);
+      break;
+    case c10::ScalarType::ComplexDouble:
+      if (!c10::isComplexType(to)) {
+        return false;
+      }
+      scalar = c10::Scalar(n.complex);
+      break;
+    default:
+      return false;
+  }
+  try {
+    switch (to) {
+#define MYDEV_CHECKED(T, name)                  \
+  case c10::ScalarType::name:                   \
+    *static_cast<T*>(out) = scalar.to<T>();     \
+    return true;
+      AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CHECKED)
+#undef MYDEV_CHECKED
+      default:
+        return false;
+    }
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
 // The last word of a call's key: its number operand's type (0: none) and position, and the
 // default dtype.
 int64_t key_word(c10::ScalarType number, int64_t position) {
@@ -212,7 +255,66 @@ std::string key_string(const LayoutKey& key) {
 
 // Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
 // or self in place), false when the call is not one this table can run.
+// fill_.Scalar / zero_: the recorded copy loop from the value's bytes into `self`.
+bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  const c10::IValue& arg = args[0];
+  if (!arg.isTensor() || !arg.toTensor().defined() ||
+      arg.toTensor().device().type() != kDeviceType) {
+    return false;
+  }
+  const at::Tensor& self = arg.toTensor();
+  if (self.layout() != c10::kStrided || !self.has_storage()) {
+    return false;
+  }
+  Number number;
+  number.type = c10::ScalarType::Long;  // zero_
+  if (args.size() > 1) {
+    auto found = number_of(args[1]);
+    if (!found || args[1].isTensor()) {
+      return false;
+    }
+    number = *found;
+  }
+  const at::Tensor* tensors[1] = {&self};
+  LayoutKey key;
+  int64_t flags_any = 0;
+  layout_key(tensors, 1, 2 + 2 * static_cast<size_t>(self.dim()), key, flags_any);
+  if (flags_any != 0) {
+    return false;  // a lazy bit, or copy-on-write: Python's path
+  }
+  key.push_back(key_word(number.type, 1));
+  std::shared_ptr<const NativeRecord> record;
+  {
+    std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
+    auto found = kernel.table->records.find(key_string(key));
+    if (found == kernel.table->records.end()) {
+      return false;
+    }
+    record = found->second;
+  }
+  alignas(16) unsigned char constant[16] = {};
+  if (!checked_number_bytes(number, record->constant_dtype, constant)) {
+    return false;
+  }
+  const uintptr_t start = first_byte(self);
+  const auto unit = static_cast<uintptr_t>(record->unit);
+  if (!storage_holds(self, start, record->extents[0]) || unit == 0 || unit > 16 ||
+      start % unit != 0) {
+    return false;
+  }
+  reinterpret_cast<Loop2>(record->entry)(
+      static_cast<int64_t>(start),
+      static_cast<int64_t>(reinterpret_cast<uintptr_t>(constant)),
+      0,
+      reinterpret_cast<int64_t>(record->params.data()));
+  out = self;
+  return true;
+}
+
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  if (kernel.fill) {
+    return replay_fill(kernel, args, out);
+  }
   const at::Tensor* tensors[2];
   size_t count = 0;
   size_t words = 0;
@@ -331,7 +433,8 @@ void init_native_replay(pybind11::module& m) {
          const std::string& table,
          int64_t operands,
          bool alpha,
-         bool inplace) {
+         bool inplace,
+         bool fill) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
@@ -343,10 +446,10 @@ void init_native_replay(pybind11::module& m) {
         s.library->impl(
             op.c_str(),
             torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(
-                found, static_cast<size_t>(operands), alpha, inplace)));
+                found, static_cast<size_t>(operands), alpha, inplace, fill)));
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
-      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace)");
+      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, fill)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,
@@ -361,7 +464,8 @@ void init_native_replay(pybind11::module& m) {
          int64_t extent1,
          pybind11::object number,
          int64_t position,
-         pybind11::object constant_dtype) {
+         pybind11::object constant_dtype,
+         int64_t unit) {
         auto record = std::make_shared<NativeRecord>();
         record->sizes = std::move(sizes);
         record->strides = std::move(strides);
@@ -375,6 +479,8 @@ void init_native_replay(pybind11::module& m) {
         record->extents[1] = extent1;
         const c10::ScalarType number_type = dtype_or_undefined(number, "_native_replay_put: number");
         record->constant_dtype = dtype_or_undefined(constant_dtype, "_native_replay_put: constant");
+        TORCH_CHECK(unit >= 1 && unit <= 16, "_native_replay_put: unit must be 1 to 16");
+        record->unit = unit;
         TORCH_CHECK(
             (number_type == c10::ScalarType::Undefined) ==
                 (record->constant_dtype == c10::ScalarType::Undefined),
@@ -392,7 +498,12 @@ void init_native_replay(pybind11::module& m) {
       },
       "Record one call signature for the C++ replay: (table, layout key, sizes, strides, "
       "dtype, device, entry, params bytes, extent0, extent1, number dtype or None, the "
-      "number's position, the dtype the loop reads it as or None)");
+      "number's position, the dtype the loop reads it as or None, unit)",
+      pybind11::arg("table"), pybind11::arg("key"), pybind11::arg("sizes"),
+      pybind11::arg("strides"), pybind11::arg("dtype"), pybind11::arg("device"),
+      pybind11::arg("entry"), pybind11::arg("params"), pybind11::arg("extent0"),
+      pybind11::arg("extent1"), pybind11::arg("number"), pybind11::arg("position"),
+      pybind11::arg("constant_dtype"), pybind11::arg("unit") = 1);
   m.def(
       "_native_replay_clear",
       [] {

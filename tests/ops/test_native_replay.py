@@ -206,3 +206,60 @@ def test_a_storage_too_small_still_raises() -> None:
     view.untyped_storage().resize_(16)  # now holds 4 of the 12 elements
     with pytest.raises((IndexError, RuntimeError)):
         view.mul_(2.0)
+
+
+# ---- fill_ and zero_ --------------------------------------------------------------------
+
+_FILL_VALUES = st.one_of(
+    st.booleans(),
+    st.integers(-(1 << 40), 1 << 40),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+)
+
+
+@given(dtype=st.sampled_from(DEVICE_DTYPES), values=st.lists(_FILL_VALUES, min_size=1, max_size=4))
+def test_fills_replayed_equal_cpu_and_overflow_raises_as_cpu(dtype, values) -> None:
+    """fill_ and zero_ of a small tensor: recorded on the second call, then the stub converts
+    each value with ``Scalar::to``'s overflow check and runs the copy (never Python's
+    ``checked_scalar``); a value CPU refuses raises CPU's error through Python's path."""
+    replay.clear()
+    mine = torch.empty(12, dtype=dtype, device="mydev")[2:].view(2, 5)  # an offset
+    cpu = torch.empty(2, 5, dtype=dtype)
+    for value in (1, 1, 2.0, 2.0, True, True):  # each number type recorded
+        mine.fill_(value)
+    mine.zero_()
+    mine.zero_()
+    for value in values:
+        try:
+            expected = cpu.fill_(value).clone()
+        except RuntimeError as error:
+            with pytest.raises(RuntimeError, match="without overflow"):
+                mine.fill_(value)
+            assert "without overflow" in str(error)
+            continue
+        assert mine.fill_(value) is mine
+        assert same_bits(mine.cpu(), expected), value
+    assert same_bits(mine.zero_().cpu(), cpu.zero_())
+
+
+def test_recorded_fills_never_enter_python(monkeypatch) -> None:
+    from torch_mydev.ops.elementwise import aten as elementwise_aten
+
+    replay.clear()
+    x = torch.empty(2, 3, 4, device="mydev")
+    for _ in range(2):
+        x.fill_(0.5)
+        x.zero_()
+        x.fill_(7)
+    assert _C._native_replay_size("fill_") == 2  # by the value's type: float, int
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded fill")
+
+    monkeypatch.setattr(elementwise_aten, "checked_scalar", refuse)
+    for value in (0.25, -3, 1e30):
+        assert same_bits(x.fill_(value).cpu(), torch.full((2, 3, 4), value, dtype=torch.float32))
+    assert same_bits(x.zero_().cpu(), torch.zeros(2, 3, 4))
+    cow = x._lazy_clone()
+    with pytest.raises(AssertionError):  # copy-on-write: Python materialises it first
+        cow.fill_(1.0)

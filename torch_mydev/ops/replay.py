@@ -40,6 +40,7 @@ __all__ = [
     "clear",
     "record",
     "record_copy",
+    "record_fill",
     "replay",
     "replay_copy",
     "target",
@@ -62,27 +63,36 @@ COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
 # The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
-# (table, leading operands, whether an ``alpha`` argument must be 1, in place). Their Python
-# kernels are registered for PrivateUse3, where the stub's kernel sends every call it does
-# not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``) is part of a call's key by
-# its type and position, its value converted per call.
-NATIVE: dict[str, tuple[str, int, bool, bool]] = {
+# (table, leading operands, whether an ``alpha`` argument must be 1, in place, a fill). Their
+# Python kernels are registered for PrivateUse3, where the stub's kernel sends every call it
+# does not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``, ``x.fill_(1.0)``) is part
+# of a call's key by its type and position, its value converted per call.
+NATIVE: dict[str, tuple[str, int, bool, bool, bool]] = {
     **{
-        f"{name}{inplace}.{overload}": (name + inplace, 2, name in ("add", "sub"), bool(inplace))
+        f"{name}{inplace}.{overload}": (
+            name + inplace,
+            2,
+            name in ("add", "sub"),
+            bool(inplace),
+            False,
+        )
         for name in ("add", "sub", "mul", "div")
         for inplace in ("", "_")
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}.{overload}": (name, 2, False, False)
+        f"{name}.{overload}": (name, 2, False, False, False)
         for name in ("eq", "ne", "lt", "le", "gt", "ge")
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace))
+        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace), False)
         for name in ("neg", "abs", "relu")
         for inplace in ("", "_")
     },
+    # a copy from the value's bytes (``record_fill``); zero_ is fill_ with the int 0
+    "fill_.Scalar": ("fill_", 1, False, True, True),
+    "zero_": ("fill_", 1, False, True, True),
 }
 
 
@@ -98,7 +108,7 @@ class Target(NamedTuple):
     position: int
 
 
-_NATIVE_TABLES = frozenset(table for table, *_ in NATIVE.values())
+_NATIVE_TABLES = frozenset(table for table, *_, fill in NATIVE.values() if not fill)
 _TARGETS: dict[tuple, Target | None] = {}
 
 
@@ -197,6 +207,23 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
             keep=params,
         ),
     )
+
+
+@_unless_compiling
+def record_fill(key: bytes, number: type, prepared, dtype: torch.dtype) -> None:
+    """Record ``fill_(self, number)`` for the stub: ``key`` is ``self``'s ``_C._signature``
+    key, ``number`` the Python type of the value, ``prepared`` the ``kernels.PreparedCopy``
+    of the copy from one element of ``dtype`` (read at stride 0) into ``self``; the stub
+    converts each call's value into ``dtype`` with ``Scalar::to``'s overflow check and runs
+    that copy. A copy it does not replay (of nothing, or parallel) is not recorded."""
+    block = None if prepared is None else prepared.replay_block()
+    if block is None:
+        return
+    address, params = block
+    _C._native_replay_put(
+        "fill_", key, (), (), None, -1, address, params.tobytes(), prepared.dst_extent, 0,
+        NUMBER_DTYPES[number], 1, dtype, prepared.unit,
+    )  # fmt: skip
 
 
 def _put(table: dict[bytes, tuple], key: bytes, record: Record) -> None:

@@ -34,9 +34,11 @@ from collections.abc import Callable
 
 import torch
 
+from torch_mydev import _C
 from torch_mydev.kernels.elementwise import kernel as kernels
+from torch_mydev.ops import replay
 from torch_mydev.ops.buffers import writable
-from torch_mydev.ops.copy.aten import copy_
+from torch_mydev.ops.copy.aten import copy_, copy_entry
 from torch_mydev.ops.elementwise import general
 from torch_mydev.ops.elementwise.checks import (
     Arg,
@@ -59,7 +61,7 @@ from torch_mydev.ops.replay import TABLES as _TABLES
 from torch_mydev.ops.replay import replay as _replay
 from torch_mydev_rules.iterator.cache import LRUCache, cached_build
 from torch_mydev_rules.iterator.families import iterator_config
-from torch_mydev_rules.iterator.numbers import Number, number_dtype
+from torch_mydev_rules.iterator.numbers import NUMBER_DTYPES, Number, number_dtype
 from torch_mydev_rules.iterator.operands import OperandSpec
 from torch_mydev_rules.iterator.promotion import (
     OperandDtype,
@@ -237,7 +239,10 @@ def fill_(self: torch.Tensor, value: Arg) -> torch.Tensor:
         and not (self.is_conj() or self.is_neg())
         and self.numel() < kernels.PARALLEL_MIN_NUMEL
     ):  # a small fill: mydev's copy from one element, whose per-call path is cheaper
-        return copy_(self, _fill_source(raw, self.dtype, tuple(self.shape)))
+        source = _fill_source(raw, self.dtype, tuple(self.shape))
+        copy_(self, source)
+        _record_fill(self, value, source)
+        return self
     sizes, strides = tuple(self.shape), self.stride()
     config = iterator_config("fill_")
     # fill_out's iterator has only the output; planning self as output and input gives the
@@ -264,6 +269,30 @@ def _fill_source(raw, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tenso
         source = element.reshape(()).expand(shape)
         _fill_sources.put(key, source)
     return source
+
+
+# (self's signature key, the value's type) of fills seen once: the second is recorded.
+_fills_seen: LRUCache[tuple, bool] = LRUCache(256)
+
+
+def _record_fill(self: torch.Tensor, value: Number, source: torch.Tensor) -> None:
+    """On a signature's second small fill, record it for the stub (``replay.record_fill``),
+    which then fills without Python: the copy from one element that ``fill_`` just ran."""
+    kind = type(value)
+    if kind not in NUMBER_DTYPES or self.dtype not in _FILL_RECORDED:
+        return
+    signature = _C._signature(self)
+    if signature is None or signature[1]:
+        return
+    seen = (signature[0], kind)
+    if _fills_seen.peek(seen) is None:
+        _fills_seen.put(seen, True)
+        return
+    replay.record_fill(signature[0], kind, copy_entry(self, source).prepared, self.dtype)
+
+
+# The dtypes the stub converts a fill value into (c10's Scalar::to, csrc_stub/native_replay.cpp).
+_FILL_RECORDED = frozenset(kernels.SUPPORTED_DTYPES)
 
 
 def zero_(self: torch.Tensor) -> torch.Tensor:
