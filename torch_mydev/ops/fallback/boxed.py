@@ -416,6 +416,20 @@ FAST_FUNCTIONAL: tuple[str, ...] = (
     "addcdiv",
     "lerp.Scalar",
     "sqrt",
+    # RMSNorm's pow(2) and rsqrt, the activations of timm / torchvision models, erf (GELU)
+    "pow.Tensor_Scalar",
+    "rsqrt",
+    "reciprocal",
+    "erf",
+    "leaky_relu",
+    "leaky_relu_backward",
+    "hardsigmoid",
+    "hardsigmoid_backward",
+    "elu",
+    "elu_backward",
+    "softplus",
+    "softplus_backward",
+    "mish",
 )
 
 
