@@ -85,6 +85,8 @@ from torch_mydev.kernels.copy.loops import (
     units_of,
 )
 from torch_mydev.kernels.copy.prepared import PreparedCopy, plan_path, prepare_copy
+from torch_mydev.kernels.copy.prepared_cast import PreparedCast
+from torch_mydev.kernels.copy.prepared_cast import prepare_cast as _prepare_cast
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
 from torch_mydev.kernels.parallel import threads
@@ -97,9 +99,11 @@ __all__ = [
     "TILE_MIN_NUMEL",
     "TILE_MIN_SIDE",
     "Operand",
+    "PreparedCast",
     "PreparedCopy",
     "copy_strided",
     "plan_path",
+    "prepare_cast",
     "prepare_copy",
 ]
 
@@ -115,6 +119,18 @@ def _load() -> tuple[ModuleType, ModuleType]:
 
 def _load_convert() -> ModuleType:
     return numba_module("copy._convert")
+
+
+def prepare_cast(
+    src_dtype: torch.dtype,
+    dst_dtype: torch.dtype,
+    shape: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+) -> PreparedCast | None:
+    """``copy_strided``'s casting branch set up once for a small contiguous plan
+    (``copy.prepared_cast``), or None."""
+    return _prepare_cast(src_dtype, dst_dtype, shape, dst_strides, src_strides, _load_convert)
 
 
 def copy_strided(dst: Operand, src: Operand, shape: tuple[int, ...]) -> None:

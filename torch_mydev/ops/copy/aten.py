@@ -185,14 +185,15 @@ class CopyEntry:
 
     ``plan`` is the TensorIterator plan and ``numel`` its element count; ``complex_to_real``
     whether copy_ warns about a dropped imaginary part; ``prepared`` the same-dtype kernel
-    set-up (None for a cast, which runs ``copy_strided``). There is no entry for a
+    set-up, or a small contiguous cast's (``PreparedCast``; None for any other cast, which
+    runs ``copy_strided``). There is no entry for a
     destination that writes one location twice: making it raises, on every call.
     """
 
     plan: Plan
     numel: int
     complex_to_real: bool
-    prepared: kernels.PreparedCopy | None
+    prepared: kernels.PreparedCopy | kernels.PreparedCast | None
 
     def run(
         self,
@@ -296,6 +297,10 @@ def _make_entry(
     if dst_dtype == src_dtype and dst_dtype in _MOVABLE:
         prepared = kernels.prepare_copy(
             dst_dtype, plan.coalesced_shape, *plan.coalesced_stride_bytes
+        )
+    elif dst_dtype in _MOVABLE and src_dtype in _MOVABLE:
+        prepared = kernels.prepare_cast(
+            src_dtype, dst_dtype, plan.coalesced_shape, *plan.coalesced_stride_bytes
         )
     return CopyEntry(
         plan=plan,

@@ -1,0 +1,89 @@
+"""Small contiguous casts run their prepared form (``kernels.copy.prepared_cast``).
+
+Truth: torch CPU's cast of the same bytes, bit for bit, for every pair of dtypes CPU casts;
+the path is checked too (the copy's cached entry holds a ``PreparedCast``), so a change
+that quietly sent these casts back to ``copy_strided`` would show.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+
+from tests.support.dtypes import COPY_DTYPES
+from tests.support.tensors import same_bits, values
+from torch_mydev.kernels.copy.prepared_cast import PreparedCast
+from torch_mydev.ops.copy.aten import copy_entry
+
+UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+# Float values whose casts between float types are defined (C++ leaves a float out of an
+# integer's range undefined, and CPU's loops disagree there: ``values`` stays in range).
+SPECIALS = (math.nan, math.inf, -math.inf, -0.0, 1e-40, 65520.0, 3.4e38, 1e300, 1 / 3)
+
+
+def _source(src: torch.dtype, dst: torch.dtype) -> torch.Tensor:
+    """40 CPU values of ``src`` for a cast to ``dst``: in range for an integer ``dst``; with
+    NaN, infinities, a subnormal and overflowing values when both are float types."""
+    low = 0.0 if dst in UNSIGNED else -100.0
+    x = values(40, src, seed=COPY_DTYPES.index(src), low=low)
+    floats = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+    if src in floats and (dst in floats or dst.is_complex):
+        x[1 : 1 + len(SPECIALS)] = torch.tensor(SPECIALS, dtype=torch.float64).to(src)
+    return x
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Bit-exact, except a NaN's sign and payload (docs/ops.md: torch's own vector and
+    scalar bfloat16 conversions write different NaNs); which elements are NaN must agree."""
+    if not (expected.is_floating_point() or expected.is_complex()) or expected.itemsize == 1:
+        return same_bits(got, expected)
+    nan = expected.isnan()
+    if not torch.equal(got.isnan(), nan):
+        return False
+    zero = torch.zeros((), dtype=expected.dtype)
+    return same_bits(torch.where(nan, zero, got), torch.where(nan, zero, expected))
+
+
+@pytest.mark.parametrize("src_dtype", COPY_DTYPES, ids=str)
+def test_small_contiguous_casts_equal_cpu(src_dtype) -> None:
+    for dst_dtype in COPY_DTYPES:
+        if dst_dtype == src_dtype:
+            continue
+        source = _source(src_dtype, dst_dtype)
+        for cpu in (source.view(8, 5), source[3:]):  # one with an offset
+            mine = cpu.to("mydev")
+            expected = cpu.to(dst_dtype)
+            got = mine.to(dst_dtype)
+            assert got.dtype == dst_dtype and got.stride() == expected.stride()
+            assert _same(got.cpu(), expected), (src_dtype, dst_dtype)
+            out = torch.empty_like(mine, dtype=dst_dtype)
+            assert _same(out.copy_(mine).cpu(), expected), (src_dtype, dst_dtype)
+            prepared = copy_entry(out, mine).prepared
+            read_as_is = src_dtype in (torch.float32, torch.float64, torch.int64, torch.uint64)
+            if read_as_is or src_dtype in (torch.complex64, torch.complex128):
+                assert isinstance(prepared, PreparedCast), (src_dtype, dst_dtype)
+
+
+def test_threads_cast_at_once_with_their_own_buffers() -> None:
+    """Eight threads released together cast through one prepared entry (its converters'
+    scratch buffers are per thread): each gets CPU's bits."""
+    cpu = torch.randn(4000, dtype=torch.float64) * 1e5
+    mine = cpu.to("mydev")
+    expected = cpu.to(torch.float16)
+    mine.half()
+    barrier = threading.Barrier(8)
+    results: list[bool] = []
+
+    def run() -> None:
+        barrier.wait()
+        results.extend(same_bits(mine.half().cpu(), expected) for _ in range(30))
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 240 and all(results)

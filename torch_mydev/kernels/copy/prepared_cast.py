@@ -1,0 +1,117 @@
+"""Decides once what a small contiguous cast of one layout needs: ``prepare_cast``.
+
+``copy_strided``'s casting branch (``copy.kernel._copy_cast``) normalises the plan, picks
+its loop, builds both sides' staging and the dtype pair's converters on every call: about
+100 µs of Python for a few hundred elements, against CPU's 4. For the commonest cast --
+both sides one contiguous run (after coalescing), below the parallel threshold, the source
+read as it is (``_unstaged``'s case) -- that branch reads the source lanes, converts them to
+the canonical chunk and writes the destination lanes, in one chunk. ``PreparedCast.run``
+does exactly those two steps on numpy views over the two addresses, with the converters
+made once per thread (they own scratch buffers), so the bytes are ``copy_strided``'s.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+
+from torch_mydev.kernels.copy.cast import Reader, Writer, converters
+from torch_mydev.kernels.copy.loops import (
+    CAST_CHUNK,
+    PARALLEL_MIN_NUMEL,
+    check_plan,
+    coalesce,
+    lanes_at,
+)
+from torch_mydev.kernels.dtypes import layout_of
+
+__all__ = ["PreparedCast", "prepare_cast"]
+
+
+class PreparedCast:
+    """A cast between two contiguous runs of ``numel`` elements, set up once.
+
+    ``dst_extent`` / ``src_extent`` are the bytes each side spans; ``unit`` 1 (a cast's
+    addresses need only suit their lanes, checked per call). ``replay_block`` is None: the
+    stub replays same-dtype copies only.
+    """
+
+    __slots__ = ("_convert", "_local", "dst", "dst_extent", "numel", "src", "src_extent",
+                 "unit", "vector_nan")  # fmt: skip
+
+    def __init__(self, src_dtype: torch.dtype, dst_dtype: torch.dtype, numel: int,
+                 vector_nan: bool, convert) -> None:  # fmt: skip
+        self.src = layout_of(src_dtype)
+        self.dst = layout_of(dst_dtype)
+        self.numel = numel
+        self.src_extent = numel * self.src.itemsize
+        self.dst_extent = numel * self.dst.itemsize
+        self.unit = 1
+        self.vector_nan = vector_nan
+        self._convert = convert
+        self._local = threading.local()
+
+    def replay_block(self) -> None:
+        return None
+
+    def _converters(self) -> tuple[Reader, Writer]:
+        pair = getattr(self._local, "pair", None)
+        if pair is None:
+            pair = converters(self.src, self.dst, self.numel, self._convert(), self.vector_nan)
+            self._local.pair = pair
+        return pair
+
+    def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
+        """Cast the ``numel`` source elements at ``src_start`` into ``dst_start``; False,
+        having written nothing, for an address that does not suit its lanes (the caller
+        then runs ``copy_strided``). Raises IndexError when a side's buffer (``*_bytes``
+        from its start) is shorter than the run."""
+        if self.dst_extent > dst_bytes or self.src_extent > src_bytes:
+            raise IndexError("the cast reaches past the end of a buffer")
+        src_lane, dst_lane = self.src.lane, self.dst.lane
+        if src_start % src_lane.itemsize or dst_start % dst_lane.itemsize:
+            return False
+        reader, writer = self._converters()
+        source = lanes_at(src_start, self.src_extent, src_lane.itemsize).view(src_lane)
+        target = lanes_at(dst_start, self.dst_extent, dst_lane.itemsize).view(dst_lane)
+        writer(target, reader(source, self.numel), self.numel)
+        return True
+
+
+def prepare_cast(
+    src_dtype: torch.dtype,
+    dst_dtype: torch.dtype,
+    shape: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    convert,
+) -> PreparedCast | None:
+    """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
+    to one contiguous run of elements, below the parallel threshold and the chunk size, with
+    a source read as it is (float, complex, int64, uint64); None for any other cast
+    (``copy_strided`` runs it). ``convert`` loads the conversion loops' module."""
+    src, dst = layout_of(src_dtype), layout_of(dst_dtype)
+    if "bits" in (src.kind, dst.kind) or src_dtype == dst_dtype:
+        return None
+    if not (src.kind in ("float", "complex") or src.lane.type in (_INT64, _UINT64)):
+        return None
+    shape, dst_strides, src_strides = check_plan(shape, dst_strides, src_strides)
+    numel = math.prod(shape)
+    if numel == 0 or numel > CAST_CHUNK or numel >= PARALLEL_MIN_NUMEL:
+        return None  # (at or above the threshold copy_strided may run threads)
+    if not shape:  # a 0-dim cast converts as a scalar (no vector bfloat16 NaN)
+        return None
+    shape, dst_strides, src_strides = coalesce(shape, dst_strides, src_strides)
+    if not shape:
+        shape, dst_strides, src_strides = (1,), (dst.itemsize,), (src.itemsize,)
+    if len(shape) != 1 or dst_strides[0] != dst.itemsize or src_strides[0] != src.itemsize:
+        return None
+    # ``_vector_bfloat16_nan``: float32 -> bfloat16 with unit strides takes torch's vector loop
+    vector_nan = src_dtype == torch.float32 and dst_dtype == torch.bfloat16
+    return PreparedCast(src_dtype, dst_dtype, numel, vector_nan, convert)
+
+
+_INT64 = layout_of(torch.int64).lane.type
+_UINT64 = layout_of(torch.uint64).lane.type
