@@ -29,6 +29,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/DefaultDtype.h>
+#include <ATen/Parallel.h>
 #include <c10/util/TypeCast.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
@@ -68,9 +69,13 @@ struct NativeTable {
   std::unordered_map<std::string, std::shared_ptr<const NativeRecord>> records;
 };
 
+// What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), or a
+// functional reduction (ops/replay.py NATIVE's last field).
+enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2 };
+
 struct NativeKernel : c10::OperatorKernel {
-  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, bool fill)
-      : table(table), operands(operands), alpha(alpha), inplace(inplace), fill(fill) {}
+  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, Kind kind)
+      : table(table), operands(operands), alpha(alpha), inplace(inplace), kind(kind) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
@@ -78,9 +83,11 @@ struct NativeKernel : c10::OperatorKernel {
   size_t operands;  // the leading operands (tensors, at most one of them a number): 1 or 2
   bool alpha;  // a third argument that must be the integer 1
   bool inplace;  // the loop writes operand 0 (`self`), which is returned
-  // fill_.Scalar / zero_ (operands 1: the value is argument 1, or 0): a recorded copy loop
-  // from the value, converted with Scalar::to's overflow check, into `self`
-  bool fill;
+  // kFill: fill_.Scalar / zero_ (operands 1: the value is argument 1, or 0), a recorded copy
+  // loop from the value, converted with Scalar::to's overflow check, into `self`.
+  // kReduce: sum/mean (.dim_IntList/.dim and all-dims), amax/amin: the dims, keepdim,
+  // dtype= and torch's thread count are part of the key; the output is new.
+  Kind kind;
 };
 
 struct NativeReplayState {
@@ -253,6 +260,96 @@ std::string key_string(const LayoutKey& key) {
   return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
 }
 
+// The key words of a reduction's own arguments, as Python's head keeps them
+// (ops/reduction/entries.py `served`): the dims as given (-1: None; else their count, then
+// each), keepdim, dtype= (-1: None) and torch's thread count (the plan depends on it).
+void reduction_words(
+    LayoutKey& key,
+    const std::optional<std::vector<int64_t>>& dims,
+    bool keepdim,
+    std::optional<c10::ScalarType> dtype) {
+  if (dims.has_value()) {
+    key.push_back(static_cast<int64_t>(dims->size()));
+    for (const int64_t d : *dims) {
+      key.push_back(d);
+    }
+  } else {
+    key.push_back(-1);
+  }
+  key.push_back(keepdim ? 1 : 0);
+  key.push_back(dtype.has_value() ? static_cast<int64_t>(*dtype) : -1);
+  key.push_back(static_cast<int64_t>(at::get_num_threads()));
+}
+
+// A functional reduction: the recorded replica from `self` into a new output.
+bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  const c10::IValue& arg = args[0];
+  if (!arg.isTensor() || !arg.toTensor().defined() ||
+      arg.toTensor().device().type() != kDeviceType) {
+    return false;
+  }
+  const at::Tensor& self = arg.toTensor();
+  if (self.layout() != c10::kStrided || !self.has_storage()) {
+    return false;
+  }
+  std::optional<std::vector<int64_t>> dims;
+  bool keepdim = false;
+  const c10::IValue* dtype_arg = nullptr;
+  if (args.size() == 2) {  // sum / mean of every dim: (self, dtype)
+    dtype_arg = &args[1];
+  } else if (args.size() >= 3) {  // (self, dim, keepdim[, dtype])
+    if (args[1].isIntList()) {
+      dims = args[1].toIntVector();
+    } else if (!args[1].isNone()) {
+      return false;
+    }
+    if (!args[2].isBool()) {
+      return false;
+    }
+    keepdim = args[2].toBool();
+    if (args.size() == 4) {
+      dtype_arg = &args[3];
+    }
+  }
+  std::optional<c10::ScalarType> dtype;
+  if (dtype_arg != nullptr && !dtype_arg->isNone()) {
+    if (!dtype_arg->isInt()) {
+      return false;
+    }
+    dtype = static_cast<c10::ScalarType>(dtype_arg->toInt());
+  }
+  const at::Tensor* tensors[1] = {&self};
+  LayoutKey key;
+  int64_t flags_any = 0;
+  layout_key(tensors, 1, 2 + 2 * static_cast<size_t>(self.dim()), key, flags_any);
+  if (flags_any & (kFlagConj | kFlagNeg)) {
+    return false;  // read only: a copy-on-write input is fine
+  }
+  key.push_back(key_word(c10::ScalarType::Undefined, 0));
+  reduction_words(key, dims, keepdim, dtype);
+  std::shared_ptr<const NativeRecord> record;
+  {
+    std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
+    auto found = kernel.table->records.find(key_string(key));
+    if (found == kernel.table->records.end()) {
+      return false;
+    }
+    record = found->second;
+  }
+  const uintptr_t start = first_byte(self);
+  if (!storage_holds(self, start, record->extents[0]) ||
+      start % static_cast<uintptr_t>(record->unit) != 0) {
+    return false;  // Python raises
+  }
+  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
+  reinterpret_cast<Loop2>(record->entry)(
+      static_cast<int64_t>(first_byte(out)),
+      static_cast<int64_t>(start),
+      0,
+      reinterpret_cast<int64_t>(record->params.data()));
+  return true;
+}
+
 // Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
 // or self in place), false when the call is not one this table can run.
 // fill_.Scalar / zero_: the recorded copy loop from the value's bytes into `self`.
@@ -312,8 +409,11 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
 }
 
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  if (kernel.fill) {
+  if (kernel.kind == Kind::kFill) {
     return replay_fill(kernel, args, out);
+  }
+  if (kernel.kind == Kind::kReduce) {
+    return replay_reduce(kernel, args, out);
   }
   const at::Tensor* tensors[2];
   size_t count = 0;
@@ -384,7 +484,8 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     }
     const at::Tensor& t = *tensors[next++];
     starts[i] = first_byte(t);
-    if (!storage_holds(t, starts[i], record->extents[i])) {
+    if (!storage_holds(t, starts[i], record->extents[i]) ||
+        starts[i] % static_cast<uintptr_t>(record->unit) != 0) {
       return false;  // a storage smaller than the layout: Python raises
     }
   }
@@ -434,8 +535,9 @@ void init_native_replay(pybind11::module& m) {
          int64_t operands,
          bool alpha,
          bool inplace,
-         bool fill) {
+         int64_t kind) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
+        TORCH_CHECK(kind >= 0 && kind <= 2, "_native_replay_kernel: kind 0, 1 or 2");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
         std::lock_guard<std::mutex> lock(s.mutex);
@@ -446,10 +548,11 @@ void init_native_replay(pybind11::module& m) {
         s.library->impl(
             op.c_str(),
             torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(
-                found, static_cast<size_t>(operands), alpha, inplace, fill)));
+                found, static_cast<size_t>(operands), alpha, inplace, static_cast<Kind>(kind))));
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
-      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, fill)");
+      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, kind: "
+      "0 elementwise, 1 fill, 2 reduction)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,
@@ -465,7 +568,8 @@ void init_native_replay(pybind11::module& m) {
          pybind11::object number,
          int64_t position,
          pybind11::object constant_dtype,
-         int64_t unit) {
+         int64_t unit,
+         pybind11::object reduction) {
         auto record = std::make_shared<NativeRecord>();
         record->sizes = std::move(sizes);
         record->strides = std::move(strides);
@@ -489,6 +593,18 @@ void init_native_replay(pybind11::module& m) {
         LayoutKey words(layout.size() / sizeof(int64_t));
         std::memcpy(words.data(), layout.data(), words.size() * sizeof(int64_t));
         words.push_back(key_word(number_type, position));
+        if (!reduction.is_none()) {  // (dims or None, keepdim, dtype or None)
+          auto parts = reduction.cast<pybind11::tuple>();
+          std::optional<std::vector<int64_t>> dims;
+          if (!parts[0].is_none()) {
+            dims = parts[0].cast<std::vector<int64_t>>();
+          }
+          std::optional<c10::ScalarType> reduce_dtype;
+          if (!parts[2].is_none()) {
+            reduce_dtype = dtype_or_undefined(parts[2], "_native_replay_put: reduction dtype");
+          }
+          reduction_words(words, dims, parts[1].cast<bool>(), reduce_dtype);
+        }
         NativeTable* found = table_named(table);
         std::unique_lock<std::shared_mutex> lock(found->mutex);
         if (found->records.size() >= kTableSize) {
@@ -498,12 +614,14 @@ void init_native_replay(pybind11::module& m) {
       },
       "Record one call signature for the C++ replay: (table, layout key, sizes, strides, "
       "dtype, device, entry, params bytes, extent0, extent1, number dtype or None, the "
-      "number's position, the dtype the loop reads it as or None, unit)",
+      "number's position, the dtype the loop reads it as or None, unit, a reduction's "
+      "(dims or None, keepdim, dtype or None) or None)",
       pybind11::arg("table"), pybind11::arg("key"), pybind11::arg("sizes"),
       pybind11::arg("strides"), pybind11::arg("dtype"), pybind11::arg("device"),
       pybind11::arg("entry"), pybind11::arg("params"), pybind11::arg("extent0"),
       pybind11::arg("extent1"), pybind11::arg("number"), pybind11::arg("position"),
-      pybind11::arg("constant_dtype"), pybind11::arg("unit") = 1);
+      pybind11::arg("constant_dtype"), pybind11::arg("unit") = 1,
+      pybind11::arg("reduction") = pybind11::none());
   m.def(
       "_native_replay_clear",
       [] {

@@ -41,6 +41,7 @@ __all__ = [
     "record",
     "record_copy",
     "record_fill",
+    "reduction_target",
     "replay",
     "replay_copy",
     "target",
@@ -62,53 +63,75 @@ TABLES["relu"] = {}
 COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
+# What a stub kernel replays (csrc_stub/native_replay.cpp ``Kind``).
+ELEMENTWISE, FILL, REDUCE = 0, 1, 2
+
 # The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
-# (table, leading operands, whether an ``alpha`` argument must be 1, in place, a fill). Their
+# (table, leading operands, whether an ``alpha`` argument must be 1, in place, kind). Their
 # Python kernels are registered for PrivateUse3, where the stub's kernel sends every call it
 # does not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``, ``x.fill_(1.0)``) is part
-# of a call's key by its type and position, its value converted per call.
-NATIVE: dict[str, tuple[str, int, bool, bool, bool]] = {
+# of a call's key by its type and position, its value converted per call; a reduction's
+# dims, keepdim, dtype= and thread count are part of its key.
+NATIVE: dict[str, tuple[str, int, bool, bool, int]] = {
     **{
         f"{name}{inplace}.{overload}": (
             name + inplace,
             2,
             name in ("add", "sub"),
             bool(inplace),
-            False,
+            ELEMENTWISE,
         )
         for name in ("add", "sub", "mul", "div")
         for inplace in ("", "_")
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}.{overload}": (name, 2, False, False, False)
+        f"{name}.{overload}": (name, 2, False, False, ELEMENTWISE)
         for name in ("eq", "ne", "lt", "le", "gt", "ge")
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace), False)
+        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace), ELEMENTWISE)
         for name in ("neg", "abs", "relu")
         for inplace in ("", "_")
     },
     # a copy from the value's bytes (``record_fill``); zero_ is fill_ with the int 0
-    "fill_.Scalar": ("fill_", 1, False, True, True),
-    "zero_": ("fill_", 1, False, True, True),
+    "fill_.Scalar": ("fill_", 1, False, True, FILL),
+    "zero_": ("fill_", 1, False, True, FILL),
+    # the exact float replicas (``kernels.reduction.CascadeRun``); sum and mean of every dim
+    # share their table with the dims overload (Python keys both by dims None)
+    "sum.dim_IntList": ("r.sum", 1, False, False, REDUCE),
+    "sum": ("r.sum", 1, False, False, REDUCE),
+    "mean.dim": ("r.mean", 1, False, False, REDUCE),
+    "mean": ("r.mean", 1, False, False, REDUCE),
+    "amax": ("r.amax", 1, False, False, REDUCE),
+    "amin": ("r.amin", 1, False, False, REDUCE),
 }
 
 
 class Target(NamedTuple):
     """Where a repeat served in Python is recorded: the stub's table ``name`` (one of
     ``NATIVE``'s), ``python`` the table ``_C._replay`` reads (a functional call of tensors
-    alone; else None), and a Python number operand's dtype (bool, int64, float64 or
-    complex128; None without one) and position."""
+    alone; else None), a Python number operand's dtype (bool, int64, float64 or
+    complex128; None without one) and position, and a reduction's ``(dims or None,
+    keepdim, dtype or None)``."""
 
     name: str
     python: dict | None
     number: torch.dtype | None
     position: int
+    reduction: tuple | None = None
 
 
-_NATIVE_TABLES = frozenset(table for table, *_, fill in NATIVE.values() if not fill)
+def reduction_target(
+    op: str, dims: tuple[int, ...] | None, keepdim: bool, dtype: torch.dtype | None
+) -> Target:
+    """The ``Target`` of a functional ``sum``/``mean``/``amax``/``amin`` call (its dims as
+    given: None or a tuple)."""
+    return Target("r." + op, None, None, 0, (dims, keepdim, dtype))
+
+
+_NATIVE_TABLES = frozenset(table for table, *_, kind in NATIVE.values() if kind == ELEMENTWISE)
 _TARGETS: dict[tuple, Target | None] = {}
 
 
@@ -159,6 +182,7 @@ def record(where: Target, key: bytes, entry) -> None:
     _C._native_replay_put(
         where.name, key, entry.sizes, entry.strides, entry.dtype, entry.device, address,
         params.tobytes(), extent0, extent1, where.number, where.position, entry.constant_dtype,
+        getattr(entry.prepared, "unit", 1), where.reduction,
     )  # fmt: skip
     if where.python is not None:
         _put(

@@ -449,21 +449,55 @@ def _cascade_entry(prepared: PreparedCascade) -> Callable:
     return entry
 
 
-def cascade_runner(prepared: PreparedCascade, divisor: int) -> Callable[[int, int, int], None]:
+class CascadeRun:
     """``run_cascade`` for a repeated call whose output is a new tensor the plan fits
-    exactly, as ``runner``: the entry point resolved once, the input checked per call."""
-    lane = prepared.lane
-    token = _token(lane)
-    entry = _cascade_entry(prepared)
-    out_units = prepared.extents[0] // lane.itemsize
-    in_units = prepared.extents[1] // lane.itemsize
-    extent, args = prepared.extents[1], prepared.args
+    exactly, as ``runner``: ``run(out address, input address, bytes the input's storage
+    holds from there)``, the entry point resolved once, the input checked per call.
+    ``extents`` are the bytes output and input span; ``replay_block`` gives the stub the
+    same replica as one C entry and its parameter block."""
 
-    def run_recorded(out: int, inp: int, available: int) -> None:
-        inp = _address(inp, available, extent, lane)
-        entry(out, inp, out_units, in_units, token, token, *args, divisor)
+    __slots__ = ("_args", "_entry", "_in_units", "_out_units", "_token", "divisor", "extents",
+                 "prepared", "unit")  # fmt: skip
 
-    return run_recorded
+    def __init__(self, prepared: PreparedCascade, divisor: int) -> None:
+        lane = prepared.lane
+        self.prepared = prepared
+        self.divisor = divisor
+        self.extents = prepared.extents
+        self.unit = lane.itemsize  # what the input's address must be a multiple of
+        self._entry = _cascade_entry(prepared)
+        self._token = _token(lane)
+        self._out_units = prepared.extents[0] // lane.itemsize
+        self._in_units = prepared.extents[1] // lane.itemsize
+        self._args = prepared.args
+
+    def __call__(self, out: int, inp: int, available: int) -> None:
+        inp = _address(inp, available, self.extents[1], self.prepared.lane)
+        token = self._token
+        self._entry(out, inp, self._out_units, self._in_units, token, token, *self._args,
+                    self.divisor)  # fmt: skip
+
+    def replay_block(self) -> tuple[int, np.ndarray]:
+        """The C entry (``reduction._replay``) and parameter block of this replica."""
+        from torch_mydev.kernels.reduction import _replay
+
+        prepared, lane = self.prepared, self.prepared.lane.type
+        if prepared.loop == "cascade_at":
+            shape, ostrides, istrides, fmt, vec, lanes, mode, token = prepared.args
+            address = _replay.cascade_entry(lane, token.dtype.type)
+            words, tail = (fmt, vec, lanes, mode), None
+        else:
+            shape, ostrides, istrides, vec, is_max, nans = prepared.args
+            address = _replay.extreme_entry(lane)
+            words, tail = (vec, int(is_max), 0, 0), nans
+        params = _replay.pack(self._out_units, self._in_units, words, self.divisor, shape,
+                              ostrides, istrides, tail)  # fmt: skip
+        return address, params
+
+
+def cascade_runner(prepared: PreparedCascade, divisor: int) -> CascadeRun:
+    """The ``CascadeRun`` of ``prepared`` (a mean's ``divisor``, else 0)."""
+    return CascadeRun(prepared, divisor)
 
 
 def run_cascade(prepared: PreparedCascade, out: Buffer, inp: Buffer, divisor: int = 0) -> None:

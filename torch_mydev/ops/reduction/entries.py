@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import torch
 
+from torch_mydev.ops import replay
 from torch_mydev.ops.per_call import GENERAL, Entry, serve_one
 from torch_mydev_rules.iterator.cache import LRUCache
 
@@ -40,7 +41,9 @@ def served(
     or with a lazy conjugate/negative bit, a ``GENERAL`` signature, a storage too small."""
     dims = dim if dim is None or isinstance(dim, int) else tuple(dim)
     head = (op, dims, keepdim, dtype, torch.get_num_threads())
-    return serve_one(_entries, head, self, _first, (full, self, dim, keepdim, dtype), None, None)
+    record_in = None if isinstance(dims, int) else replay.reduction_target(op, dims, keepdim, dtype)
+    call = (full, self, dim, keepdim, dtype)
+    return serve_one(_entries, head, self, _first, call, None, record_in)
 
 
 def _first(
@@ -55,4 +58,8 @@ def _first(
     # holds at least that many; the runner still checks the alignment.
     sizes, strides = tuple(result.shape), result.stride()
     device = result.get_device()
-    return result, Entry(run, (extent,), (0, extent), 1, sizes, strides, result.dtype, device)
+    # an exact float replica the stub can replay (``CascadeRun``: its C entry and block)
+    prepared = run if hasattr(run, "replay_block") else None
+    entry = Entry(run, (extent,), (0, extent), 1, sizes, strides, result.dtype, device,
+                  prepared=prepared)  # fmt: skip
+    return result, entry
