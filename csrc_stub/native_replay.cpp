@@ -260,6 +260,32 @@ std::string key_string(const LayoutKey& key) {
   return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
 }
 
+// The record `table` holds under `key`, or null.
+std::shared_ptr<const NativeRecord> find_record(NativeTable& table, const LayoutKey& key) {
+  std::shared_lock<std::shared_mutex> lock(table.mutex);
+  auto found = table.records.find(key_string(key));
+  return found == table.records.end() ? nullptr : found->second;
+}
+
+// The call's first argument as a strided mydev tensor with storage, or null.
+const at::Tensor* mydev_self(const c10::IValue& arg) {
+  if (!arg.isTensor() || !arg.toTensor().defined()) {
+    return nullptr;
+  }
+  const at::Tensor& self = arg.toTensor();
+  const bool ok = self.device().type() == kDeviceType && self.layout() == c10::kStrided &&
+      self.has_storage();
+  return ok ? &self : nullptr;
+}
+
+// `self`'s layout key (replay.cpp `layout_key`) and its lazy bits.
+LayoutKey self_key(const at::Tensor& self, int64_t& flags_any) {
+  const at::Tensor* tensors[1] = {&self};
+  LayoutKey key;
+  layout_key(tensors, 1, 2 + 2 * static_cast<size_t>(self.dim()), key, flags_any);
+  return key;
+}
+
 // The key words of a reduction's own arguments, as Python's head keeps them
 // (ops/reduction/entries.py `served`): the dims as given (-1: None; else their count, then
 // each), keepdim, dtype= (-1: None) and torch's thread count (the plan depends on it).
@@ -283,15 +309,11 @@ void reduction_words(
 
 // A functional reduction: the recorded replica from `self` into a new output.
 bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const c10::IValue& arg = args[0];
-  if (!arg.isTensor() || !arg.toTensor().defined() ||
-      arg.toTensor().device().type() != kDeviceType) {
+  const at::Tensor* found_self = mydev_self(args[0]);
+  if (found_self == nullptr) {
     return false;
   }
-  const at::Tensor& self = arg.toTensor();
-  if (self.layout() != c10::kStrided || !self.has_storage()) {
-    return false;
-  }
+  const at::Tensor& self = *found_self;
   std::optional<std::vector<int64_t>> dims;
   bool keepdim = false;
   const c10::IValue* dtype_arg = nullptr;
@@ -318,23 +340,16 @@ bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, 
     }
     dtype = static_cast<c10::ScalarType>(dtype_arg->toInt());
   }
-  const at::Tensor* tensors[1] = {&self};
-  LayoutKey key;
   int64_t flags_any = 0;
-  layout_key(tensors, 1, 2 + 2 * static_cast<size_t>(self.dim()), key, flags_any);
+  LayoutKey key = self_key(self, flags_any);
   if (flags_any & (kFlagConj | kFlagNeg)) {
     return false;  // read only: a copy-on-write input is fine
   }
   key.push_back(key_word(c10::ScalarType::Undefined, 0));
   reduction_words(key, dims, keepdim, dtype);
-  std::shared_ptr<const NativeRecord> record;
-  {
-    std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
-    auto found = kernel.table->records.find(key_string(key));
-    if (found == kernel.table->records.end()) {
-      return false;
-    }
-    record = found->second;
+  const auto record = find_record(*kernel.table, key);
+  if (!record) {
+    return false;
   }
   const uintptr_t start = first_byte(self);
   if (!storage_holds(self, start, record->extents[0]) ||
@@ -350,19 +365,13 @@ bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, 
   return true;
 }
 
-// Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
-// or self in place), false when the call is not one this table can run.
 // fill_.Scalar / zero_: the recorded copy loop from the value's bytes into `self`.
 bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const c10::IValue& arg = args[0];
-  if (!arg.isTensor() || !arg.toTensor().defined() ||
-      arg.toTensor().device().type() != kDeviceType) {
+  const at::Tensor* found_self = mydev_self(args[0]);
+  if (found_self == nullptr) {
     return false;
   }
-  const at::Tensor& self = arg.toTensor();
-  if (self.layout() != c10::kStrided || !self.has_storage()) {
-    return false;
-  }
+  const at::Tensor& self = *found_self;
   Number number;
   number.type = c10::ScalarType::Long;  // zero_
   if (args.size() > 1) {
@@ -372,22 +381,15 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     }
     number = *found;
   }
-  const at::Tensor* tensors[1] = {&self};
-  LayoutKey key;
   int64_t flags_any = 0;
-  layout_key(tensors, 1, 2 + 2 * static_cast<size_t>(self.dim()), key, flags_any);
+  LayoutKey key = self_key(self, flags_any);
   if (flags_any != 0) {
     return false;  // a lazy bit, or copy-on-write: Python's path
   }
   key.push_back(key_word(number.type, 1));
-  std::shared_ptr<const NativeRecord> record;
-  {
-    std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
-    auto found = kernel.table->records.find(key_string(key));
-    if (found == kernel.table->records.end()) {
-      return false;
-    }
-    record = found->second;
+  const auto record = find_record(*kernel.table, key);
+  if (!record) {
+    return false;
   }
   alignas(16) unsigned char constant[16] = {};
   if (!checked_number_bytes(number, record->constant_dtype, constant)) {
@@ -408,6 +410,8 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   return true;
 }
 
+// Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
+// or self in place), false when the call is not one this table can run.
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
   if (kernel.kind == Kind::kFill) {
     return replay_fill(kernel, args, out);
@@ -461,14 +465,9 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     return false;
   }
   key.push_back(key_word(number.type, number_position));
-  std::shared_ptr<const NativeRecord> record;
-  {
-    std::shared_lock<std::shared_mutex> lock(kernel.table->mutex);
-    auto found = kernel.table->records.find(key_string(key));
-    if (found == kernel.table->records.end()) {
-      return false;
-    }
-    record = found->second;
+  const auto record = find_record(*kernel.table, key);
+  if (!record) {
+    return false;
   }
   // The loop's operands in order; a number's are its bytes on this call's stack.
   alignas(16) unsigned char constant[16] = {};

@@ -15,13 +15,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.ops.test_replay import _python_path_forbidden
 from tests.support.dtypes import DEVICE_DTYPES
 from tests.support.tensors import same_bits
 from torch_mydev import _C
 from torch_mydev.kernels.elementwise import kernel as kernels
 from torch_mydev.ops import replay
-from torch_mydev.ops.elementwise import entries as elementwise_entries
-from torch_mydev.ops.elementwise import relu as elementwise_relu
 
 _INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 _NUMBERS = st.one_of(
@@ -38,14 +37,6 @@ def test_a_number_converts_as_python_converts_it(value, dtype) -> None:
     ones Python's entries hold (``kernels.scalar_bytes``, checked against torch in
     tests/kernels/elementwise/test_scalar_bytes.py)."""
     assert _C._native_number_bytes(value, dtype) == kernels.scalar_bytes(value, dtype).tobytes()
-
-
-def _python_path_forbidden(monkeypatch) -> None:
-    def refuse(*args, **kwargs):
-        raise AssertionError("the Python path ran for a recorded call signature")
-
-    monkeypatch.setattr(elementwise_entries, "_signature", refuse)
-    monkeypatch.setattr(elementwise_relu, "_signature", refuse)
 
 
 def _operands(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -171,9 +171,10 @@ def record(where: Target, key: bytes, entry) -> None:
     """Record ``entry`` (an ``elementwise.entries.Entry``) under the signature ``key`` (its
     tensors' ``_C._signature`` key) in the stub's table ``where.name``, and in its Python
     table when it has one; a loop the stub does not replay (parallel, or of nothing) is not
-    recorded. The kernel gives its C entry and parameter block (``Prepared.replay_block``):
+    recorded, nor an entry without one (``prepared`` None: a reduction that is no exact
+    replica). The kernel gives its C entry and parameter block (``Prepared.replay_block``):
     nothing here reads a kernel's arguments."""
-    block = entry.prepared.replay_block()
+    block = None if entry.prepared is None else entry.prepared.replay_block()
     if block is None:
         return
     address, params = block

@@ -85,8 +85,7 @@ from torch_mydev.kernels.copy.loops import (
     units_of,
 )
 from torch_mydev.kernels.copy.prepared import PreparedCopy, plan_path, prepare_copy
-from torch_mydev.kernels.copy.prepared_cast import PreparedCast
-from torch_mydev.kernels.copy.prepared_cast import prepare_cast as _prepare_cast
+from torch_mydev.kernels.copy.prepared_cast import PreparedCast, prepare_cast
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
 from torch_mydev.kernels.parallel import threads
@@ -119,18 +118,6 @@ def _load() -> tuple[ModuleType, ModuleType]:
 
 def _load_convert() -> ModuleType:
     return numba_module("copy._convert")
-
-
-def prepare_cast(
-    src_dtype: torch.dtype,
-    dst_dtype: torch.dtype,
-    shape: tuple[int, ...],
-    dst_strides: tuple[int, ...],
-    src_strides: tuple[int, ...],
-) -> PreparedCast | None:
-    """``copy_strided``'s casting branch set up once for a small contiguous plan
-    (``copy.prepared_cast``), or None."""
-    return _prepare_cast(src_dtype, dst_dtype, shape, dst_strides, src_strides, _load_convert)
 
 
 def copy_strided(dst: Operand, src: Operand, shape: tuple[int, ...]) -> None:

@@ -17,6 +17,7 @@ import threading
 
 import torch
 
+from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.cast import Reader, Writer, converters
 from torch_mydev.kernels.copy.loops import (
     CAST_CHUNK,
@@ -86,12 +87,11 @@ def prepare_cast(
     shape: tuple[int, ...],
     dst_strides: tuple[int, ...],
     src_strides: tuple[int, ...],
-    convert,
 ) -> PreparedCast | None:
     """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
     to one contiguous run of elements, below the parallel threshold and the chunk size, with
     a source read as it is (float, complex, int64, uint64); None for any other cast
-    (``copy_strided`` runs it). ``convert`` loads the conversion loops' module."""
+    (``copy_strided`` runs it)."""
     src, dst = layout_of(src_dtype), layout_of(dst_dtype)
     if "bits" in (src.kind, dst.kind) or src_dtype == dst_dtype:
         return None
@@ -110,7 +110,12 @@ def prepare_cast(
         return None
     # ``_vector_bfloat16_nan``: float32 -> bfloat16 with unit strides takes torch's vector loop
     vector_nan = src_dtype == torch.float32 and dst_dtype == torch.bfloat16
-    return PreparedCast(src_dtype, dst_dtype, numel, vector_nan, convert)
+    return PreparedCast(src_dtype, dst_dtype, numel, vector_nan, _load_convert)
+
+
+def _load_convert():
+    """The conversion loops' numba module, imported on the first cast that runs."""
+    return numba_module("copy._convert")
 
 
 _INT64 = layout_of(torch.int64).lane.type
