@@ -15,8 +15,9 @@ import functools
 import numba
 import numpy as np
 
-from torch_mydev.kernels.jit._replay_abi import c_entry
+from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
+from torch_mydev.kernels.jit._seal import seal
 from torch_mydev.kernels.reduction._cascade import cascade_at
 from torch_mydev.kernels.reduction._extreme import extreme_at
 
@@ -36,7 +37,7 @@ def pack(out_units: int, in_units: int, loop_words: tuple, divisor: int, shape: 
     return block.astype(np.int64)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", **JIT)
 def _arrays(params, ndim):
     shape = numba.carray(_pointer_of(params + 8 * HEAD_WORDS, np.int64), ndim)
     ostrides = numba.carray(_pointer_of(params + 8 * (HEAD_WORDS + ndim), np.int64), ndim)
@@ -77,3 +78,6 @@ def extreme_entry(lane_t: type) -> int:
         return 0
 
     return c_entry(extreme_replay, extreme_entry, (lane_t,))
+
+
+seal(__name__)  # keep last: keys the cache of ``_arrays`` by the kernels' sources
