@@ -15,6 +15,7 @@
 #include "lazy_init.cpp"
 #include "module.cpp"
 #include "native_replay.cpp"
+#include "numbers.cpp"
 #include "pinned.cpp"
 #include "profiler.cpp"
 #include "random.cpp"

@@ -1,0 +1,130 @@
+// numbers.h: a Python number operand of a replayed call and its bytes in a loop's dtype.
+#include "numbers.h"
+
+#include <c10/core/Scalar.h>
+#include <c10/util/Exception.h>
+#include <c10/util/TypeCast.h>
+
+namespace mydev {
+
+// The number `value` holds, or nullopt when it is none of the four.
+std::optional<Number> number_of(const c10::IValue& value) {
+  Number n;
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    if (!t.defined() || !t.unsafeGetTensorImpl()->is_wrapped_number() ||
+        t.device().type() != c10::DeviceType::CPU || t.dim() != 0) {
+      return std::nullopt;
+    }
+    n.type = t.scalar_type();
+    const void* data = t.const_data_ptr();
+    switch (n.type) {
+      case c10::ScalarType::Double:
+        n.real = *static_cast<const double*>(data);
+        return n;
+      case c10::ScalarType::Long:
+        n.integer = *static_cast<const int64_t*>(data);
+        return n;
+      case c10::ScalarType::Bool:
+        n.integer = *static_cast<const bool*>(data) ? 1 : 0;
+        return n;
+      case c10::ScalarType::ComplexDouble:
+        n.complex = *static_cast<const c10::complex<double>*>(data);
+        return n;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (value.isDouble()) {
+    n.type = c10::ScalarType::Double;
+    n.real = value.toDouble();
+  } else if (value.isBool()) {  // before isInt: a bool is no int here
+    n.type = c10::ScalarType::Bool;
+    n.integer = value.toBool() ? 1 : 0;
+  } else if (value.isInt()) {
+    n.type = c10::ScalarType::Long;
+    n.integer = value.toInt();
+  } else if (value.isComplexDouble()) {
+    n.type = c10::ScalarType::ComplexDouble;
+    n.complex = value.toComplexDouble();
+  } else {
+    return std::nullopt;  // a symbolic number: Python's path
+  }
+  return n;
+}
+
+namespace {
+
+template <typename From>
+bool convert_into(From value, c10::ScalarType to, void* out) {
+  switch (to) {
+#define MYDEV_CONVERT(T, name)                        \
+  case c10::ScalarType::name:                         \
+    *static_cast<T*>(out) = c10::convert<T>(value);   \
+    return true;
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CONVERT)
+#undef MYDEV_CONVERT
+    default:
+      return false;
+  }
+}
+
+} // namespace
+
+// The bytes of `n` in `to`, as `c10::convert` (torch's casts, no range check) gives them;
+// what Python's `kernels.scalar_bytes` gives for the same number.
+bool number_bytes(const Number& n, c10::ScalarType to, void* out) {
+  switch (n.type) {
+    case c10::ScalarType::Double:
+      return convert_into(n.real, to, out);
+    case c10::ScalarType::Long:
+      return convert_into(n.integer, to, out);
+    case c10::ScalarType::Bool:
+      return convert_into(n.integer != 0, to, out);
+    case c10::ScalarType::ComplexDouble:
+      return convert_into(n.complex, to, out);
+    default:
+      return false;
+  }
+}
+
+// `n` as `Scalar::to` converts it into `to` (c10::checked_convert: false where it would
+// raise, and for a complex number into a real dtype: Python's path raises those).
+bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
+  c10::Scalar scalar;
+  switch (n.type) {
+    case c10::ScalarType::Double:
+      scalar = c10::Scalar(n.real);
+      break;
+    case c10::ScalarType::Long:
+      scalar = c10::Scalar(n.integer);
+      break;
+    case c10::ScalarType::Bool:
+      scalar = c10::Scalar(n.integer != 0);
+      break;
+    case c10::ScalarType::ComplexDouble:
+      if (!c10::isComplexType(to)) {
+        return false;
+      }
+      scalar = c10::Scalar(n.complex);
+      break;
+    default:
+      return false;
+  }
+  try {
+    switch (to) {
+#define MYDEV_CHECKED(T, name)                  \
+  case c10::ScalarType::name:                   \
+    *static_cast<T*>(out) = scalar.to<T>();     \
+    return true;
+      AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CHECKED)
+#undef MYDEV_CHECKED
+      default:
+        return false;
+    }
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+} // namespace mydev
