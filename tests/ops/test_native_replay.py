@@ -39,11 +39,13 @@ def test_a_number_converts_as_python_converts_it(value, dtype) -> None:
     assert _C._native_number_bytes(value, dtype) == kernels.scalar_bytes(value, dtype).tobytes()
 
 
-def _operands(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _operands(dtype: torch.dtype, device: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The operand pairs, as views made on ``device`` itself (``.to()`` of a view that is
+    not dense would give a contiguous copy)."""
     g = torch.Generator().manual_seed(3)
-    a = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20).to(dtype)
-    b = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20 + 0.5).to(dtype)
-    c = (torch.randn(2, 3, 4, 5, generator=g) * 9).to(dtype)
+    a = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20).to(dtype).to(device)
+    b = (torch.randn(6, 10, generator=g, dtype=torch.float64) * 20 + 0.5).to(dtype).to(device)
+    c = (torch.randn(2, 3, 4, 5, generator=g) * 9).to(dtype).to(device)
     return [
         (a, b),  # contiguous
         (a.t(), b.t()),  # transposed
@@ -82,8 +84,7 @@ FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.com
 def _cases(dtype: torch.dtype, numbers: list) -> list:
     """(name, run on mydev, run on CPU) for every layout, op and number."""
     cases = []
-    for x, y in _operands(dtype):
-        dx, dy = x.to("mydev"), y.to("mydev")
+    for (x, y), (dx, dy) in zip(_operands(dtype, "cpu"), _operands(dtype, "mydev"), strict=True):
         for name, call in INPLACE:
             if name == "relu_" and dtype.is_complex:
                 continue
@@ -279,15 +280,17 @@ def test_reductions_replayed_equal_cpu(dtype, monkeypatch) -> None:
     replay.clear()
     g = torch.Generator().manual_seed(5)
     base = (torch.randn(4, 6, 10, generator=g) * 30).to(dtype)
-    expanded = base[:1].expand(4, 6, 10)
-    inputs = [base, base.transpose(0, 2), base[1:, ::2, 3:], expanded]
+    views = (
+        lambda t: t,
+        lambda t: t.transpose(0, 2),
+        lambda t: t[1:, ::2, 3:],
+        lambda t: t[:1].expand(4, 6, 10),
+    )
     cases = []
-    for cpu in inputs:
-        mine = cpu.to("mydev")
-        for number, (table, call) in enumerate(REDUCTIONS):
-            if cpu is expanded and number in (2, 5):
-                continue  # a known mismatch of the general path too: the strict xfail in
-                # tests/ops/reduction/test_reduction_known.py
+    for view in views:  # made on each device (.to() of a sliced view would copy it dense)
+        cpu, mine = view(base), view(base.to("mydev"))
+        assert mine.stride() == cpu.stride()
+        for table, call in REDUCTIONS:
             if table in ("r.amax", "r.amin") and dtype in (torch.float16, torch.bfloat16):
                 continue  # their exact replica is float32/float64's (docs/reductions.md)
             cases.append((table, call, mine, cpu))

@@ -53,8 +53,9 @@ def test_small_contiguous_casts_equal_cpu(src_dtype) -> None:
         if dst_dtype == src_dtype:
             continue
         source = _source(src_dtype, dst_dtype)
-        for cpu in (source.view(8, 5), source[3:]):  # one with an offset
-            mine = cpu.to("mydev")
+        on_mydev = source.to("mydev")
+        # one with a storage offset, made on mydev itself
+        for cpu, mine in ((source.view(8, 5), on_mydev.view(8, 5)), (source[3:], on_mydev[3:])):
             expected = cpu.to(dst_dtype)
             got = mine.to(dst_dtype)
             assert got.dtype == dst_dtype and got.stride() == expected.stride()

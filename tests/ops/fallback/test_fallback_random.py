@@ -146,16 +146,19 @@ def test_a_seeded_op_without_a_generator_argument_runs_as_on_cpu():
     assert "aten::_scaled_dot_product_flash_attention_for_cpu" in torch_mydev.fallback_stats()
 
 
-def _dropout_layouts() -> list[torch.Tensor]:
+def _dropout_layouts() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(CPU input, mydev input) pairs, each view made on its own device (``.to()`` of a
+    view that is not dense would give a contiguous copy)."""
     base = torch.randn(6, 10) * 7
-    return [
-        base,
-        base.t(),
-        base[1:, ::3],
-        base.half(),  # CPU scales in float16: 1 / 0.6 rounds first
-        base.bfloat16().t(),
-        base.double()[:, 2:],
-    ]
+    views = (
+        lambda t: t,
+        lambda t: t.t(),
+        lambda t: t[1:, ::3],
+        lambda t: t.half(),  # CPU scales in float16: 1 / 0.6 rounds first
+        lambda t: t.bfloat16().t(),
+        lambda t: t.double()[:, 2:],
+    )
+    return [(view(base), view(base.to("mydev"))) for view in views]
 
 
 def test_native_dropout_runs_in_the_stub_and_draws_like_cpu(monkeypatch):
@@ -169,12 +172,13 @@ def test_native_dropout_runs_in_the_stub_and_draws_like_cpu(monkeypatch):
         raise AssertionError("the Python fallback ran a plain native_dropout")
 
     monkeypatch.setitem(fallback_random.SPECIAL, "aten::native_dropout", refuse)
-    for x in _dropout_layouts():
+    for x, mine in _dropout_layouts():
+        assert mine.stride() == x.stride()
         torch.manual_seed(11)
         out, mask = torch.native_dropout(x, 0.4, True)
         torch.manual_seed(11)
         before = torch_mydev.fallback_stats().get("aten::native_dropout", 0)
-        dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.4, None)
+        dev_out, dev_mask = torch.native_dropout(mine, 0.4, None)
         assert torch_mydev.fallback_stats()["aten::native_dropout"] == before + 1
         assert dev_out.device.type == dev_mask.device.type == "mydev"
         assert dev_out.stride() == out.stride() and dev_mask.stride() == mask.stride()
@@ -185,11 +189,11 @@ def test_native_dropout_in_python_draws_like_cpu(monkeypatch):
     """The Python fallback's native_dropout (the copying path) gives the same layouts and
     draws."""
     monkeypatch.setattr(fallback, "zero_copy", False)
-    for x in _dropout_layouts():
+    for x, mine in _dropout_layouts():
         torch.manual_seed(12)
         out, mask = torch.native_dropout(x, 0.4, True)
         torch.manual_seed(12)
-        dev_out, dev_mask = torch.native_dropout(x.to("mydev"), 0.4, True)
+        dev_out, dev_mask = torch.native_dropout(mine, 0.4, True)
         assert dev_out.stride() == out.stride() and dev_mask.stride() == mask.stride()
         assert torch.equal(out, dev_out.cpu()) and torch.equal(mask, dev_mask.cpu())
 
