@@ -21,13 +21,13 @@ whatever ``|g|``'s size, so float32 noise in that gradient would move the bias b
 (``examples/transformer.py``'s docstring); in float64 the noise is under AdamW's ``eps``.
 
 Random draws: ``torch.manual_seed`` seeds mydev's generator too, and mydev draws what CPU
-draws for the same op on the same contiguous shape (``docs/fallback.md``). GPT-2's dropout
-(p 0.1, on contiguous tensors: ``nn.Dropout`` reaches ``native_dropout`` on mydev, as on
-CUDA, and CPU's ``_dropout_impl`` elsewhere, both a ``bernoulli_`` draw into a contiguous
-mask) and timm's ``drop_path`` (``bernoulli_`` into a ``(batch, 1, 1, 1)`` tensor) therefore
+draws for the same op on the same shape and layout (``docs/fallback.md``). GPT-2's dropout
+(p 0.1: ``nn.Dropout`` reaches ``native_dropout`` on mydev, as on CUDA, and CPU's
+``_dropout_impl`` elsewhere, both a ``bernoulli_`` draw into a mask laid out as the input)
+and timm's ``drop_path`` (``bernoulli_`` into a ``(batch, 1, 1, 1)`` tensor) therefore
 drop the same elements and samples on both devices, and the tests compare them as drawn, in
-train mode. (A transposed dropout input would not match: CPU draws in its memory order;
-``tests/ops/test_transformer.py`` keeps that as a strict xfail.) The precondition tests
+train mode (a transposed dropout input too: ``tests/ops/test_transformer.py``). The
+precondition tests
 check on CPU that each model exercises what it is here for (samples dropped and kept, every
 expert used, BatchNorm statistics moved).
 """
