@@ -433,14 +433,18 @@ bool run_plain(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   return true;
 }
 
-void python_path(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+} // namespace
+
+void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   op.redispatchBoxed(c10::DispatchKeySet(kPythonKey), stack);
 }
+
+namespace {
 
 // The boxed fallback and the per-op fallback kernels: the plain path, else Python's.
 void fallback_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   if (!run_plain(op, stack)) {
-    python_path(op, stack);
+    python_fallback(op, stack);
   }
 }
 
@@ -474,7 +478,7 @@ void structured_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   if (composite) {
     op.callBoxedForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional, *stack);
   } else {
-    python_path(op, stack);
+    python_fallback(op, stack);
   }
 }
 
@@ -514,10 +518,6 @@ void count_fallback_call(const std::string& name) {
     counter = std::make_unique<std::atomic<int64_t>>(0);
   }
   counter->fetch_add(1, std::memory_order_relaxed);
-}
-
-void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  python_path(op, stack);
 }
 
 void init_fallback(pybind11::module& m) {

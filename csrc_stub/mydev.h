@@ -138,6 +138,10 @@ constexpr int64_t kFlagCow = 4;
 using LayoutKey = c10::SmallVector<int64_t, 64>;
 // The words of `_signature`'s key of host strided tensors with storage `tensors[0..n)`
 // (`words`: the sum of 2 + 2 * dim), their lazy bits ORed into `flags_any`.
+// replay.cpp: the address of `t`'s element 0, and whether `t`'s storage holds `extent`
+// bytes from `start` (that address).
+uintptr_t first_byte(const at::Tensor& t);
+bool storage_holds(const at::Tensor& t, uintptr_t start, int64_t extent);
 void layout_key(
     const at::Tensor* const* tensors,
     size_t n,

@@ -112,14 +112,10 @@ NativeTable* table_named(const std::string& name) {
   return table.get();
 }
 
-uintptr_t first_byte(const at::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.storage().data()) +
-      static_cast<uintptr_t>(t.storage_offset() * t.element_size());
-}
-
-bool storage_holds(const at::Tensor& t, uintptr_t start, int64_t extent) {
-  const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
-  return extent >= 0 && end >= start && end - start >= static_cast<uintptr_t>(extent);
+// Whether the loop may read or write `t` from `start` (its element 0): its storage holds the
+// record's extent from there, and `start` is a multiple of the record's unit.
+bool reachable(const at::Tensor& t, uintptr_t start, int64_t extent, const NativeRecord& record) {
+  return storage_holds(t, start, extent) && start % static_cast<uintptr_t>(record.unit) == 0;
 }
 
 // The last word of a call's key: its number operand's type (0: none) and position, and the
@@ -226,8 +222,7 @@ bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, 
     return false;
   }
   const uintptr_t start = first_byte(self);
-  if (!storage_holds(self, start, record->extents[0]) ||
-      start % static_cast<uintptr_t>(record->unit) != 0) {
+  if (!reachable(self, start, record->extents[0], *record)) {
     return false;  // Python raises
   }
   out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
@@ -270,9 +265,7 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     return false;
   }
   const uintptr_t start = first_byte(self);
-  const auto unit = static_cast<uintptr_t>(record->unit);
-  if (!storage_holds(self, start, record->extents[0]) || unit == 0 || unit > 16 ||
-      start % unit != 0) {
+  if (!reachable(self, start, record->extents[0], *record)) {
     return false;
   }
   reinterpret_cast<Loop2>(record->entry)(
@@ -357,9 +350,8 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     }
     const at::Tensor& t = *tensors[next++];
     starts[i] = first_byte(t);
-    if (!storage_holds(t, starts[i], record->extents[i]) ||
-        starts[i] % static_cast<uintptr_t>(record->unit) != 0) {
-      return false;  // a storage smaller than the layout: Python raises
+    if (!reachable(t, starts[i], record->extents[i], *record)) {
+      return false;  // a storage smaller than the layout, or misaligned: Python raises
     }
   }
   uintptr_t target = starts[0];

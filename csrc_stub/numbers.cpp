@@ -55,6 +55,24 @@ std::optional<Number> number_of(const c10::IValue& value) {
 
 namespace {
 
+// `visit(value)` with the number as its own C++ type (double, int64_t, bool or
+// c10::complex<double>); false for a number of no type.
+template <typename Visit>
+bool with_value(const Number& n, Visit&& visit) {
+  switch (n.type) {
+    case c10::ScalarType::Double:
+      return visit(n.real);
+    case c10::ScalarType::Long:
+      return visit(n.integer);
+    case c10::ScalarType::Bool:
+      return visit(n.integer != 0);
+    case c10::ScalarType::ComplexDouble:
+      return visit(n.complex);
+    default:
+      return false;
+  }
+}
+
 template <typename From>
 bool convert_into(From value, c10::ScalarType to, void* out) {
   switch (to) {
@@ -74,42 +92,21 @@ bool convert_into(From value, c10::ScalarType to, void* out) {
 // The bytes of `n` in `to`, as `c10::convert` (torch's casts, no range check) gives them;
 // what Python's `kernels.scalar_bytes` gives for the same number.
 bool number_bytes(const Number& n, c10::ScalarType to, void* out) {
-  switch (n.type) {
-    case c10::ScalarType::Double:
-      return convert_into(n.real, to, out);
-    case c10::ScalarType::Long:
-      return convert_into(n.integer, to, out);
-    case c10::ScalarType::Bool:
-      return convert_into(n.integer != 0, to, out);
-    case c10::ScalarType::ComplexDouble:
-      return convert_into(n.complex, to, out);
-    default:
-      return false;
-  }
+  return with_value(n, [&](auto value) { return convert_into(value, to, out); });
 }
 
 // `n` as `Scalar::to` converts it into `to` (c10::checked_convert: false where it would
 // raise, and for a complex number into a real dtype: Python's path raises those).
 bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
+  if (n.type == c10::ScalarType::ComplexDouble && !c10::isComplexType(to)) {
+    return false;
+  }
   c10::Scalar scalar;
-  switch (n.type) {
-    case c10::ScalarType::Double:
-      scalar = c10::Scalar(n.real);
-      break;
-    case c10::ScalarType::Long:
-      scalar = c10::Scalar(n.integer);
-      break;
-    case c10::ScalarType::Bool:
-      scalar = c10::Scalar(n.integer != 0);
-      break;
-    case c10::ScalarType::ComplexDouble:
-      if (!c10::isComplexType(to)) {
-        return false;
-      }
-      scalar = c10::Scalar(n.complex);
-      break;
-    default:
-      return false;
+  if (!with_value(n, [&](auto value) {
+        scalar = c10::Scalar(value);
+        return true;
+      })) {
+    return false;
   }
   try {
     switch (to) {

@@ -101,6 +101,16 @@ void layout_key(
   }
 }
 
+uintptr_t first_byte(const at::Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.storage().data()) +
+      static_cast<uintptr_t>(t.storage_offset() * t.element_size());
+}
+
+bool storage_holds(const at::Tensor& t, uintptr_t start, int64_t extent) {
+  const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
+  return extent >= 0 && end >= start && end - start >= static_cast<uintptr_t>(extent);
+}
+
 namespace {
 
 // Reads the tensors `args[0..n)` into `tensors` and their layout key into `key` (the
@@ -143,11 +153,6 @@ PyObject* key_bytes(const LayoutKey& key) {
       static_cast<Py_ssize_t>(key.size() * sizeof(int64_t)));
 }
 
-uintptr_t start_of(const at::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.storage().data()) +
-      static_cast<uintptr_t>(t.storage_offset() * t.element_size());
-}
-
 PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   if (nargs < 1 || nargs > kMaxTensors) {
@@ -173,7 +178,7 @@ PyObject* signature(PyObject* /*module*/, PyObject* const* args, Py_ssize_t narg
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     const at::Tensor& t = *tensors[i];
     const c10::Storage& storage = t.storage();
-    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(start_of(t)));
+    PyTuple_SET_ITEM(result, 2 + 3 * i, PyLong_FromUnsignedLongLong(first_byte(t)));
     PyTuple_SET_ITEM(
         result,
         3 + 3 * i,
@@ -219,12 +224,6 @@ PyObject* find_record(
 // A record's int field; -1 with a Python error set when it is not an int.
 long long int_field(PyObject* record, RecordField field) {
   return PyLong_AsLongLong(PyTuple_GET_ITEM(record, field));
-}
-
-// True when `t`'s storage holds `extent` bytes from `start`, the address of its first element.
-bool holds(const at::Tensor& t, uintptr_t start, long long extent) {
-  const auto end = reinterpret_cast<uintptr_t>(t.storage().data()) + t.storage().nbytes();
-  return extent >= 0 && end >= start && end - start >= static_cast<uintptr_t>(extent);
 }
 
 // The new output the record describes (sizes, strides, dtype, device), allocated into
@@ -274,9 +273,9 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
   }
   uintptr_t starts[2] = {0, 0};
   for (Py_ssize_t i = 0; i < n; ++i) {
-    starts[i] = start_of(*tensors[i]);
+    starts[i] = first_byte(*tensors[i]);
     const long long extent = int_field(record, static_cast<RecordField>(kExtent0 + i));
-    if (!holds(*tensors[i], starts[i], extent)) {
+    if (!storage_holds(*tensors[i], starts[i], extent)) {
       if (PyErr_Occurred()) {
         return nullptr;
       }
@@ -287,7 +286,7 @@ PyObject* replay(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) 
   if (!new_from_record(record, out)) {
     return nullptr;
   }
-  const int64_t status = run_loop(record, start_of(out), starts[0], n == 2 ? starts[1] : starts[0]);
+  const int64_t status = run_loop(record, first_byte(out), starts[0], n == 2 ? starts[1] : starts[0]);
   TORCH_CHECK(status == 0, "ZeroDivisionError");
   return THPVariable_Wrap(std::move(out));
   END_HANDLE_TH_ERRORS
@@ -324,8 +323,8 @@ PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t na
   }
   TORCH_CHECK(unit > 0, "_replay_copy: bad record unit");
   const at::Tensor& src = *tensors[into ? 1 : 0];
-  uintptr_t starts[2] = {0, start_of(src)};
-  if (!holds(src, starts[1], extents[1])) {
+  uintptr_t starts[2] = {0, first_byte(src)};
+  if (!storage_holds(src, starts[1], extents[1])) {
     Py_RETURN_NONE;
   }
   at::Tensor out;
@@ -334,15 +333,15 @@ PyObject* replay_copy(PyObject* /*module*/, PyObject* const* args, Py_ssize_t na
     if (dst.storage().data() == src.storage().data()) {
       Py_RETURN_NONE;  // one storage: Copy.cpp's same-data and overlap rules
     }
-    starts[0] = start_of(dst);
-    if (!holds(dst, starts[0], extents[0])) {
+    starts[0] = first_byte(dst);
+    if (!storage_holds(dst, starts[0], extents[0])) {
       Py_RETURN_NONE;
     }
   } else {
     if (!new_from_record(record, out)) {
       return nullptr;
     }
-    starts[0] = start_of(out);
+    starts[0] = first_byte(out);
   }
   if ((starts[0] | starts[1]) % static_cast<uintptr_t>(unit) != 0) {
     Py_RETURN_NONE;  // the Python path picks a smaller unit

@@ -49,8 +49,8 @@ class Entry:
     ``strides`` / ``dtype`` / ``device`` (an index) describe the new output of a functional
     call. ``prepared`` is the kernel's own set-up when the stub may replay it (its
     ``replay_block``), ``constant`` the bytes of a Python number operand the loop reads at
-    ``constant_address``, and ``convert`` the conversion that made them, for another
-    number of the same type.
+    ``constant_address``, one element of ``constant_dtype`` (another number of the same
+    type is converted there).
     """
 
     __slots__ = (

@@ -39,11 +39,12 @@ class PreparedCast:
     stub replays same-dtype copies only.
     """
 
-    __slots__ = ("_convert", "_local", "dst", "dst_extent", "numel", "src", "src_extent",
-                 "unit", "vector_nan")  # fmt: skip
+    __slots__ = ("_local", "dst", "dst_extent", "numel", "src", "src_extent", "unit",
+                 "vector_nan")  # fmt: skip
 
-    def __init__(self, src_dtype: torch.dtype, dst_dtype: torch.dtype, numel: int,
-                 vector_nan: bool, convert) -> None:  # fmt: skip
+    def __init__(
+        self, src_dtype: torch.dtype, dst_dtype: torch.dtype, numel: int, vector_nan: bool
+    ) -> None:
         self.src = layout_of(src_dtype)
         self.dst = layout_of(dst_dtype)
         self.numel = numel
@@ -51,7 +52,6 @@ class PreparedCast:
         self.dst_extent = numel * self.dst.itemsize
         self.unit = 1
         self.vector_nan = vector_nan
-        self._convert = convert
         self._local = threading.local()
 
     def replay_block(self) -> None:
@@ -60,7 +60,8 @@ class PreparedCast:
     def _converters(self) -> tuple[Reader, Writer]:
         pair = getattr(self._local, "pair", None)
         if pair is None:
-            pair = converters(self.src, self.dst, self.numel, self._convert(), self.vector_nan)
+            convert = numba_module("copy._convert")  # imported on the first cast that runs
+            pair = converters(self.src, self.dst, self.numel, convert, self.vector_nan)
             self._local.pair = pair
         return pair
 
@@ -110,12 +111,7 @@ def prepare_cast(
         return None
     # ``_vector_bfloat16_nan``: float32 -> bfloat16 with unit strides takes torch's vector loop
     vector_nan = src_dtype == torch.float32 and dst_dtype == torch.bfloat16
-    return PreparedCast(src_dtype, dst_dtype, numel, vector_nan, _load_convert)
-
-
-def _load_convert():
-    """The conversion loops' numba module, imported on the first cast that runs."""
-    return numba_module("copy._convert")
+    return PreparedCast(src_dtype, dst_dtype, numel, vector_nan)
 
 
 _INT64 = layout_of(torch.int64).lane.type

@@ -278,8 +278,8 @@ _fills_seen: LRUCache[tuple, bool] = LRUCache(256)
 def _record_fill(self: torch.Tensor, value: Number, source: torch.Tensor) -> None:
     """On a signature's second small fill, record it for the stub (``replay.record_fill``),
     which then fills without Python: the copy from one element that ``fill_`` just ran."""
-    kind = type(value)
-    if kind not in NUMBER_DTYPES or self.dtype not in _FILL_RECORDED:
+    kind = type(value)  # (the dtype passed check_supported: the stub converts into it)
+    if kind not in NUMBER_DTYPES:
         return
     signature = _C._signature(self)
     if signature is None or signature[1]:
@@ -289,10 +289,6 @@ def _record_fill(self: torch.Tensor, value: Number, source: torch.Tensor) -> Non
         _fills_seen.put(seen, True)
         return
     replay.record_fill(signature[0], kind, copy_entry(self, source).prepared, self.dtype)
-
-
-# The dtypes the stub converts a fill value into (c10's Scalar::to, csrc_stub/native_replay.cpp).
-_FILL_RECORDED = frozenset(kernels.SUPPORTED_DTYPES)
 
 
 def zero_(self: torch.Tensor) -> torch.Tensor:

@@ -14,8 +14,8 @@ Overloads without a ``generator`` argument (``rand``, ``randn``, ``randint``, ``
 ``*_like`` …) run as their sibling overload that has one (``rand.generator``);
 ``native_dropout`` (no sibling) runs as CPU's kernel does (``native_dropout_cpu``: a bool
 ``bernoulli_`` mask laid out as the input, then ``input * mask * scale`` with the scale in
-the input's dtype,) with the lent generator; its plain
-calls run those same steps in the stub (csrc_stub/random.cpp), the others here.
+the input's dtype) with the lent generator; its plain calls run those same steps in the
+stub (csrc_stub/random.cpp), the others here.
 """
 
 from __future__ import annotations
