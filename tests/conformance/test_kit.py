@@ -7,14 +7,16 @@ device result must show up as a divergence.
 
 import itertools
 import json
+import random
 
 import torch
 
 from tests.support.subprocess_run import AUTOLOAD, run_python
 from torch_mydev_rules import layout
 from torch_mydev_rules.conformance import __main__ as cli
-from torch_mydev_rules.conformance import run, select
+from torch_mydev_rules.conformance import layouts, run, select
 from torch_mydev_rules.conformance import runner as run_module
+from torch_mydev_rules.conformance.cases import make_args
 
 
 def test_a_wrong_rule_is_reported(monkeypatch):
@@ -105,3 +107,139 @@ def test_the_kit_runs_without_the_device_package():
     assert status == "0", out
     loaded = eval(loaded)
     assert loaded and all(name.startswith("torch_mydev_rules") for name in loaded), loaded
+
+
+def _device_side(monkeypatch, change):
+    """Patch the runner's ``_call`` so ``change(call, outcome)`` edits the device's outcome
+    (each case calls CPU first, then the device)."""
+    real = run_module._call
+    side = itertools.count()
+
+    def patched(call, args):
+        outcome = real(call, args)
+        return change(call, outcome) if next(side) % 2 else outcome
+
+    monkeypatch.setattr(run_module, "_call", patched)
+
+
+def test_a_device_fault_ends_the_run_at_its_case(monkeypatch, capsys):
+    """A sticky device error (CUDA's misaligned address reaches Python as
+    ``torch.AcceleratorError``) leaves the device unusable: the run stops at that case,
+    records it, and names the key that replays it alone."""
+    fault = torch.AcceleratorError("CUDA error: misaligned address")
+    cases = itertools.count()
+
+    def third_case_faults(call, outcome):
+        return run_module.compare.Outcome(error=fault) if next(cases) == 2 else outcome
+
+    _device_side(monkeypatch, third_case_faults)
+    result = run(torch.device("cpu"), select(["clone", "add"]), seed=0, rounds=10)
+    assert result.fault == "0/clone/1" and result.cases == 3
+    assert result.divergences[-1].differs == [
+        "device fault: AcceleratorError: CUDA error: misaligned address"
+    ]
+    cases = itertools.count()
+    assert cli.main(["--device", "cpu", "--ops", "clone", "add", "--rounds", "10"]) == 1
+    assert "stopped at 0/clone/1" in capsys.readouterr().out
+
+
+def test_a_fault_while_reading_results_back_ends_the_run(monkeypatch):
+    """The error can surface only when the results are read (CUDA reports it late)."""
+
+    def reading_faults(*args):
+        raise torch.AcceleratorError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(run_module.compare, "compare", reading_faults)
+    result = run(torch.device("cpu"), select(["neg"]), seed=3, rounds=5)
+    assert result.fault == "3/neg/0" and len(result.divergences) == 1
+
+
+def test_key_replays_one_case(capsys):
+    """``--key`` runs the one case a report printed, drawn as the full run draws it."""
+    assert cli.main(["--device", "cpu", "--key", "0/index_put_/14"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"torch {torch.__version__} on cpu: 1 cases in 1 rounds")
+    assert cli.main(["--device", "cpu", "--key", "0/index_put_"]) == 2
+    assert cli.main(["--device", "cpu", "--key", "0/no_such_op/1"]) == 2
+
+
+def _scaled(factor):
+    def change(call, outcome):
+        if outcome.tensors and outcome.tensors[0].dtype == torch.float32:
+            outcome.tensors = (outcome.tensors[0] * factor, *outcome.tensors[1:])
+        return outcome
+
+    return change
+
+
+def test_values_within_test_compare_cpus_tolerance_are_not_significant(monkeypatch):
+    """A float32 ``exp`` 1e-4 off (beyond ``assert_close``'s default, within the 1e-3 of
+    PyTorch's CUDA-against-CPU ``test_compare_cpu``) diverges, marked not significant; 1e-2
+    off is significant."""
+    _device_side(monkeypatch, _scaled(1 + 1e-4))
+    found = run(torch.device("cpu"), select(["exp"]), dtypes=[torch.float32], rounds=10)
+    assert found.divergences and not any(d.significant for d in found.divergences)
+    assert all("within the cross-device tolerance" in d.differs[0] for d in found.divergences)
+    _device_side(monkeypatch, _scaled(1 + 1e-2))
+    found = run(torch.device("cpu"), select(["exp"]), dtypes=[torch.float32], rounds=10)
+    assert found.divergences and all(d.significant for d in found.divergences)
+
+
+def test_index_put_without_accumulate_draws_no_repeated_index():
+    """Which of two writes to one place lands is undefined: such cases are not drawn."""
+    op = select(["index_put_"])[0]
+    drawn = 0
+    for number in range(200):
+        rng = random.Random(f"0/index_put_/{number}")
+        call = op.draw(rng, op.dtypes)
+        index = make_args(call.args, "cpu", rng.randrange(2**31))[1]
+        if call.text.endswith("False)"):
+            drawn += 1
+            assert index.unique().numel() == index.numel(), call.text
+    assert drawn > 50
+
+
+def test_abs_of_a_complex_tensor_compares_values_as_close():
+    """``abs`` of a complex tensor is a hypot, which devices round differently; of a real
+    tensor it is exact."""
+    op = select(["abs"])[0]
+    modes = set()
+    for number in range(100):
+        call = op.draw(random.Random(f"0/abs/{number}"), op.dtypes)
+        modes.add((call.args[0].dtype.is_complex, call.values))
+    assert modes == {(True, "close"), (False, "exact")}
+
+
+def test_a_bool_divisor_is_never_false():
+    """A divisor holds no zero (CPU raises for an integer division by zero, CUDA does not):
+    for a bool divisor that means no False."""
+    op = select(["div_floor"])[0]
+    for number in range(300):
+        rng = random.Random(f"0/div_floor/{number}")
+        call = op.draw(rng, op.dtypes)
+        divisor = make_args(call.args, "cpu", rng.randrange(2**31))[1]
+        if isinstance(divisor, torch.Tensor) and divisor.dtype == torch.bool:
+            assert bool(divisor.all()), call.text
+
+
+def test_add_into_an_overlapping_self_compares_no_values():
+    """``add_`` into a ``self`` whose elements share addresses where ``has_internal_overlap``
+    cannot tell (no stride 0): which write lands is undefined, so only the layout is
+    compared."""
+    op = select(["add_"])[0]
+    overlapping = 0
+    for number in range(2000):
+        call = op.draw(random.Random(f"0/add_/{number}"), op.dtypes)
+        if layouts.overlaps(call.args[0].layout):
+            overlapping += 1
+            assert call.values is None, call.text
+        else:
+            assert call.values == "exact", call.text
+    assert overlapping > 5
+
+
+def test_overlaps_lists_shared_addresses():
+    assert layouts.overlaps(layouts.Layout((2, 2), (5, 5), 3))
+    assert layouts.overlaps(layouts.Layout((3,), (0,), 0))
+    assert not layouts.overlaps(layouts.Layout((2, 3), (1, 2), 0))
+    assert not layouts.overlaps(layouts.Layout((0, 3), (0, 0), 0))

@@ -14,7 +14,7 @@ import torch
 from .catalogue import select
 from .devices import DeviceUnavailable, open_device
 from .report import table, write_json
-from .runner import run
+from .runner import run, run_key
 
 __all__ = ["main"]
 
@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a backend package first (one torch does not autoload)",
     )
+    parser.add_argument(
+        "--key",
+        metavar="SEED/OP/ROUND",
+        help="run only this case (a report's key): to replay one divergence or device fault",
+    )
     parser.add_argument("--show", type=int, default=5, help="divergent cases shown per op")
     return parser
 
@@ -62,17 +67,29 @@ def _dtypes(names: list[str] | None) -> list[torch.dtype] | None:
     return dtypes
 
 
+def _key_op(key: str) -> str:
+    parts = key.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ValueError(f"a key is SEED/OP/ROUND, as a report prints it, not {key!r}")
+    return parts[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the kit; returns the exit status (0 agree, 1 diverge, 2 could not run)."""
     args = _parser().parse_args(argv)
     try:
-        ops = select(args.ops)
+        ops = select(args.ops if args.key is None else [_key_op(args.key)])
         dtypes = _dtypes(args.dtypes)
         device = open_device(args.device, tuple(args.imports))
     except (DeviceUnavailable, ValueError) as error:
         print(f"conformance: cannot run: {error}", file=sys.stderr)
         return 2
-    result = run(device, ops, seed=args.seed, rounds=args.rounds, budget=args.budget, dtypes=dtypes)
+    if args.key is not None:
+        result = run_key(device, args.key, ops, dtypes)
+    else:
+        result = run(
+            device, ops, seed=args.seed, rounds=args.rounds, budget=args.budget, dtypes=dtypes
+        )
     print(table(result, per_op=args.show))
     if args.json:
         write_json(result, args.json)

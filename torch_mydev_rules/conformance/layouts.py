@@ -19,6 +19,7 @@ under test see the same elements.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -34,6 +35,7 @@ __all__ = [
     "draw_shape",
     "extent",
     "materialise",
+    "overlaps",
     "values",
 ]
 
@@ -144,11 +146,14 @@ def values(n: int, dtype: torch.dtype, kind: str, generator: torch.Generator) ->
 
     ``kind``: ``"any"`` (integers -4..4, unsigned 0..8; floats -3..3 in halves), ``"nonneg"``
     (no negative values: casts to unsigned types stay defined), ``"positive"`` (no zero: a
-    divisor), ``"index:N"`` (int64 indices 0..N-1), ``"bool"``.
+    divisor), ``"index:N"`` (int64 indices 0..N-1), ``"distinct:N"`` (the same, where
+    ``materialise`` then makes the tensor's own elements distinct), ``"bool"``.
     """
-    if kind.startswith("index:"):
-        return torch.randint(0, max(int(kind[6:]), 1), (n,), generator=generator)
+    if kind.startswith(("index:", "distinct:")):
+        return torch.randint(0, max(int(kind.split(":")[1]), 1), (n,), generator=generator)
     if dtype == torch.bool or kind == "bool":
+        if kind == "positive":  # a bool divisor: False is a zero
+            return torch.ones(n, dtype=dtype)
         return torch.randint(0, 2, (n,), generator=generator).to(dtype)
     low, high = {"any": (-6, 7), "nonneg": (0, 7), "positive": (1, 7)}[kind]
     unsigned = dtype in (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
@@ -176,9 +181,22 @@ def materialise(
     on CPU, moved to the device as it is, and viewed there with ``as_strided``."""
     generator = torch.Generator().manual_seed(seed)
     buffer = values(extent(layout), dtype, kind, generator)
+    if kind.startswith("distinct:"):  # a layout without overlap, of at most N elements
+        view = buffer.as_strided(layout.sizes, layout.strides, layout.offset)
+        picked = torch.randperm(int(kind.split(":")[1]), generator=generator)[: view.numel()]
+        view.copy_(picked.view(view.shape))
     if torch.device(device).type != "cpu":
         buffer = buffer.to(device)
     return buffer.as_strided(layout.sizes, layout.strides, layout.offset)
+
+
+def overlaps(layout: Layout) -> bool:
+    """Whether two elements of ``layout`` share an address (the layouts drawn here are small
+    enough to list every address)."""
+    addresses = {layout.offset}
+    for size, stride in zip(layout.sizes, layout.strides, strict=True):
+        addresses = {a + i * stride for a in addresses for i in range(size)}
+    return len(addresses) < math.prod(layout.sizes)
 
 
 def describe(layout: Layout, dtype: torch.dtype | None = None) -> str:

@@ -102,12 +102,18 @@ def _draw_index(rng: random.Random, dtypes: Dtypes) -> Call:
 
 def _draw_index_put(rng: random.Random, dtypes: Dtypes) -> Call:
     """``x.index_put_((idx,), values, accumulate)`` into a copy of ``x`` (it keeps its
-    layout; the values broadcast)."""
+    layout; the values broadcast). Without ``accumulate`` the index has no repeats: which
+    of two writes to one place lands is undefined (``index_put_``'s documentation)."""
     dtype = rng.choice(dtypes)
     x = T(draw_layout(rng, draw_shape(rng, 1, 4, positive=True), allow_overlap=False), dtype)
-    idx = _index(rng, (rng.randint(1, 3),), x.layout.sizes[0])
-    values = _tensor(rng, dtype, broadcast_shape(rng, idx.layout.sizes + x.layout.sizes[1:]))
     accumulate = rng.random() < 0.5 and dtype != torch.bool
+    bound = x.layout.sizes[0]
+    if accumulate:
+        idx = _index(rng, (rng.randint(1, 3),), bound)
+    else:
+        layout = draw_layout(rng, (rng.randint(1, min(3, bound)),), allow_overlap=False)
+        idx = T(layout, torch.int64, f"distinct:{bound}")
+    values = _tensor(rng, dtype, broadcast_shape(rng, idx.layout.sizes + x.layout.sizes[1:]))
     return Call(
         render("Tensor.index_put_", x, [idx], values, accumulate),
         lambda a, i, v: a.index_put_((i,), v, accumulate),

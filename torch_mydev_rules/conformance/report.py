@@ -1,7 +1,9 @@
 """Decides how a run is shown: a table of divergences grouped by op, and the JSON file.
 
 The JSON file is ``{"device", "torch", "checked", "cases", "rounds", "seconds", "ops",
-"skipped", "divergences": [{"op", "case", "key", "differs", "cpu", "device", "rules"}]}``;
+"fault", "skipped", "divergences": [{"op", "case", "key", "differs", "significant", "cpu",
+"device", "rules"}]}``; ``fault`` is the key of the case whose device error ended the run
+(None when none did);
 ``cpu`` and ``device`` hold each output's compared properties (or the exception), ``rules``
 what the rules predict for a mission op, their steps, and the step at which CPU's and the
 device's results depart from them (None where they agree).
@@ -29,6 +31,7 @@ def as_json(result: Result) -> dict[str, Any]:
         "rounds": result.rounds,
         "seconds": round(result.seconds, 2),
         "ops": result.ops,
+        "fault": result.fault,
         "skipped": [
             {"op": op, "reason": reason, "cases": n}
             for (op, reason), n in sorted(result.skipped.items())
@@ -73,7 +76,7 @@ def table(result: Result, *, per_op: int = 5) -> str:
         strong = sum(d.significant for d in found)
         lines.append(f"{op}: {len(found)} divergent cases ({strong} significant)")
         for d in found[:per_op]:
-            mark = "" if d.significant else "  [only strides torch's own check ignores]"
+            mark = "" if d.significant else "  [not significant]"
             lines.append(f"  {d.case}{mark}")
             lines.append(f"    cpu:    {_outcome_line(d.cpu)}")
             lines.append(f"    device: {_outcome_line(d.device)}")
@@ -89,6 +92,13 @@ def table(result: Result, *, per_op: int = 5) -> str:
             lines.append(f"    key:    {d.key}")
         if len(found) > per_op:
             lines.append(f"  ... {len(found) - per_op} more (--json lists all)")
+    if result.fault is not None:
+        lines.append("")
+        lines.append(
+            f"stopped at {result.fault}: a device fault leaves the device unusable in this "
+            f"process; replay the case alone with --key {result.fault} (for CUDA with "
+            "CUDA_LAUNCH_BLOCKING=1, so the error is raised by the call that caused it)"
+        )
     skipped = sorted(result.skipped.items())
     if skipped:
         lines.append("")

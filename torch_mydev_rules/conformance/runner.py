@@ -35,7 +35,14 @@ from . import compare, rules
 from .cases import Call, Op, make_args
 from .devices import readable, taken_dtypes
 
-__all__ = ["Divergence", "Result", "run", "run_case"]
+__all__ = ["DeviceFault", "Divergence", "Result", "run", "run_case", "run_key"]
+
+# CUDA's sticky errors (a misaligned address, an illegal memory access) reach Python as
+# ``torch.AcceleratorError`` (torch 2.8 and later); after one the device cannot run anything
+# more in this process, so a run stops at the case that caused it.
+_FAULTS: tuple[type[BaseException], ...] = tuple(
+    t for t in (getattr(torch, "AcceleratorError", None),) if t is not None
+)
 
 
 @dataclass
@@ -80,6 +87,15 @@ class Result:
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
     seconds: float = 0.0
     op_seconds: Counter[str] = field(default_factory=Counter)
+    fault: str | None = None  # the key of the case whose device error ended the run
+
+
+class DeviceFault(Exception):
+    """A case left the device unusable (``_FAULTS``): ``divergence`` records it."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.differs[0])
+        self.divergence = divergence
 
 
 @dataclass
@@ -197,19 +213,52 @@ def _describe_prediction(
 def run_case(
     op: Op, key: str, dtypes: Sequence[torch.dtype], device: torch.device
 ) -> tuple[int, Divergence | None, str | None]:
-    """One case of ``op`` drawn from ``key``: ``(checks, divergence or None, skip reason)``."""
+    """One case of ``op`` drawn from ``key``: ``(checks, divergence or None, skip reason)``.
+
+    Raises ``DeviceFault`` when the device's side ends in a sticky device error (``_FAULTS``),
+    raised by the call or by reading its results back."""
     rng = random.Random(key)
     call = op.draw(rng, tuple(dtypes))
     seed = rng.randrange(2**31)
     cpu_args = make_args(call.args, "cpu", seed)
     prediction = _predict(call, cpu_args)
     cpu = _call(call, cpu_args)
+    try:
+        return _against_device(op, key, call, seed, device, prediction, cpu)
+    except _FAULTS as error:
+        raise DeviceFault(_fault(op, key, call, cpu, error)) from error
+
+
+def _fault(op: Op, key: str, call: Call, cpu: compare.Outcome, error: BaseException) -> Divergence:
+    first = (str(error).strip().splitlines() or [""])[0][:200]
+    return Divergence(
+        op=op.name,
+        case=call.text,
+        key=key,
+        cpu=compare.describe_outcome(cpu),
+        device=compare.describe_outcome(compare.Outcome(error=error)),
+        rules=None,
+        differs=[f"device fault: {type(error).__name__}: {first}"],
+    )
+
+
+def _against_device(
+    op: Op,
+    key: str,
+    call: Call,
+    seed: int,
+    device: torch.device,
+    prediction: rules.Prediction | BaseException | None,
+    cpu: compare.Outcome,
+) -> tuple[int, Divergence | None, str | None]:
     dev_args = make_args(call.args, device, seed)
     if device.type == "cuda" and call.rules is not None:
         device_prediction = _predict(call, dev_args)  # explain() models CUDA's own reads
     else:
         device_prediction = prediction
     dev = _call(call, dev_args)
+    if isinstance(dev.error, _FAULTS):
+        raise dev.error
     reason = _skip_reason(cpu, dev)
     if reason is not None:
         return 0, None, reason
@@ -231,6 +280,48 @@ def run_case(
     return checked + rule_checks, divergence, None
 
 
+def _usable(op: Op, taken: set[torch.dtype], wanted: set[torch.dtype] | None) -> list:
+    return [d for d in op.dtypes if d in taken and (wanted is None or d in wanted)]
+
+
+def _count(result: Result, op: Op, key: str, usable: list, device: torch.device) -> bool:
+    """Run one case into ``result``; False when a device fault ends the run."""
+    began = time.perf_counter()
+    try:
+        checked, divergence, reason = run_case(op, key, usable, device)
+    except DeviceFault as fault:
+        result.cases += 1
+        result.divergences.append(fault.divergence)
+        result.fault = key
+        return False
+    finally:
+        result.op_seconds[op.name] += time.perf_counter() - began
+    if reason is not None:
+        result.skipped[(op.name, reason)] += 1
+        return True
+    result.cases += 1
+    result.checked += checked
+    if divergence is not None:
+        result.divergences.append(divergence)
+    return True
+
+
+def run_key(
+    device: torch.device, key: str, ops: Sequence[Op], dtypes: Sequence[torch.dtype] | None = None
+) -> Result:
+    """The one case ``key`` (``SEED/OP/ROUND``, as a report prints it) of the op of ``ops``
+    it names, drawn as ``run`` draws it: the way to replay one divergence, or a fault with
+    ``CUDA_LAUNCH_BLOCKING=1``."""
+    name = key.split("/")[1]
+    op = next(op for op in ops if op.name == name)
+    result = Result(str(device), torch.__version__, [name], rounds=1)
+    wanted = None if dtypes is None else set(dtypes)
+    start = time.perf_counter()
+    _count(result, op, key, _usable(op, set(taken_dtypes(device)), wanted), device)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
 def run(
     device: torch.device,
     ops: Sequence[Op],
@@ -243,30 +334,25 @@ def run(
 ) -> Result:
     """Run ``rounds`` rounds of every op of ``ops`` on ``device`` (stopping at the end of
     the round in which ``budget`` seconds ran out), each op with its dtypes that are in
-    ``dtypes`` (all when None) and that the device takes."""
+    ``dtypes`` (all when None) and that the device takes. A device fault (``DeviceFault``)
+    ends the run at its case: ``result.fault`` names it."""
     start = time.perf_counter()
     taken = set(taken_dtypes(device))
     wanted = None if dtypes is None else set(dtypes)
     plan = []
     result = Result(str(device), torch.__version__, [op.name for op in ops])
     for op in ops:
-        usable = [d for d in op.dtypes if d in taken and (wanted is None or d in wanted)]
+        usable = _usable(op, taken, wanted)
         if usable:
             plan.append((op, usable))
         else:
             result.skipped[(op.name, "no dtype of the op is in the run or on the device")] += 1
     for number in range(rounds):
         for op, usable in plan:
-            began = time.perf_counter()
-            checked, divergence, reason = run_case(op, f"{seed}/{op.name}/{number}", usable, device)
-            result.op_seconds[op.name] += time.perf_counter() - began
-            if reason is not None:
-                result.skipped[(op.name, reason)] += 1
-                continue
-            result.cases += 1
-            result.checked += checked
-            if divergence is not None:
-                result.divergences.append(divergence)
+            if not _count(result, op, f"{seed}/{op.name}/{number}", usable, device):
+                result.rounds = number + 1
+                result.seconds = time.perf_counter() - start
+                return result
         result.rounds = number + 1
         if progress is not None:
             progress(result)
