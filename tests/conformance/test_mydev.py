@@ -12,6 +12,7 @@ import torch
 
 from torch_mydev_rules.conformance import run, select
 from torch_mydev_rules.conformance.report import table
+from torch_mydev_rules.conformance.runner import run_key
 
 MYDEV = torch.device("mydev")
 SUBSETS = (
@@ -58,3 +59,36 @@ def test_amin_of_an_empty_tensor_raises_cpus_error_first():
         x = torch.empty(0, 4, 1, dtype=torch.complex128, device=device)
         with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
             torch.amin(x, (-1, 1, 0, -1))
+
+
+# What the CUDA run found about CPU (docs/conformance.md, "CUDA"): CPU's own oneDNN
+# convolutions compute some grouped channels_last layouts wrong; mydev runs CPU's kernel,
+# so it gives CPU's values, bit for bit, wrong ones included.
+
+
+def test_a_grouped_channels_last_conv_transpose_gives_cpus_values():
+    """The reproducer of the docs' ``conv_transpose2d`` row: a channels_last weight whose
+    size-1 kernel dim has stride 1. Against the weight's contiguous copy CPU is off by
+    about 2.76 (torch 2.13.0, oneDNN; without oneDNN it is not); mydev equals CPU."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 2, 7, 1, generator=g).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(2, 3, 2, 1, generator=g)
+    odd = torch.empty_strided((2, 3, 2, 1), (6, 1, 3, 1)).copy_(w)
+
+    def transposed(device):
+        return torch.nn.functional.conv_transpose2d(x.to(device), odd.to(device), groups=2)
+
+    cpu, mydev = transposed("cpu"), transposed("mydev").cpu()
+    assert torch.equal(cpu.view(torch.int32), mydev.view(torch.int32))
+    assert cpu.stride() == mydev.stride()
+    with torch.backends.mkldnn.flags(enabled=False):
+        right = torch.nn.functional.conv_transpose2d(x, odd, groups=2)
+    if torch.__version__.startswith("2.13.0"):  # the docs' number, for the pinned torch
+        assert abs((cpu - right).abs().max().item() - 2.7564) < 1e-3
+
+
+@pytest.mark.parametrize("key", ["2/conv_transpose2d/28", "2/convolution_backward/142"])
+def test_the_cases_where_cpu_is_wrong_agree_on_mydev(key):
+    """The kit's two cases where CUDA and a float64 reference agree and CPU does not."""
+    result = run_key(MYDEV, key, select(None))
+    assert result.cases == 1 and not result.divergences, table(result)
