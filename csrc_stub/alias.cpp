@@ -224,4 +224,12 @@ at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
   return result;
 }
 
+at::Tensor as_mydev(const at::Tensor& cpu, int64_t index) {
+  at::Tensor adopted = adopt_cpu_result(cpu, index);
+  if (adopted.defined()) {
+    return adopted;
+  }
+  return empty_strided(cpu.sizes(), cpu.strides(), cpu.scalar_type(), index).copy_(cpu);
+}
+
 } // namespace mydev

@@ -449,35 +449,40 @@ void fallback_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
 }
 
 // A structured functional op: its generated composite when every mydev tensor is
-// non-overlapping and dense and no argument is a wrapped Python number (structured.py
-// `kernel_for` decides the same in Python), else Python's kernel.
+// non-overlapping and dense and no argument is a wrapped Python number; else CPU's
+// functional kernel, as structured.py `kernel_for` decides: the plain path runs it here
+// (`run_on_cpu`'s aliases and adopted result) unless a wrapped number asks Python to pick
+// the overload the caller called.
 void structured_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const size_t n = op.schema().arguments().size();
-  bool composite = true;
-  auto fits = [](const at::Tensor& t) {
+  bool dense = true;
+  bool wrapped = false;
+  auto check = [&](const at::Tensor& t) {
     if (!t.defined()) {
-      return true;
+      return;
     }
     if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
-      return false;
+      wrapped = true;
+      return;
     }
-    return t.device().type() != kDeviceType || t.is_contiguous() ||
-        t.unsafeGetTensorImpl()->is_non_overlapping_and_dense();
+    dense = dense &&
+        (t.device().type() != kDeviceType || t.is_contiguous() ||
+         t.unsafeGetTensorImpl()->is_non_overlapping_and_dense());
   };
   for (const c10::IValue& v : torch::jit::last(*stack, n)) {
     if (v.isTensor()) {
-      composite = composite && fits(v.toTensor());
+      check(v.toTensor());
     } else if (v.isTensorList()) {
       for (const at::Tensor& t : v.toTensorList().vec()) {
-        composite = composite && fits(t);
+        check(t);
       }
     } else if (v.isOptionalTensorList()) {
-      composite = false;
+      wrapped = true;  // never seen in a structured op: Python decides
     }
   }
-  if (composite) {
+  if (dense && !wrapped) {
     op.callBoxedForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional, *stack);
-  } else {
+  } else if (wrapped || !run_plain(op, stack)) {
     python_fallback(op, stack);
   }
 }
@@ -549,7 +554,8 @@ void init_fallback(pybind11::module& m) {
       "_structured_kernel",
       &impl_for<&structured_kernel>,
       "Register the C++ kernel of a structured functional aten op for PrivateUse1: the "
-      "composite for dense tensors, else its Python kernel (on PrivateUse3)");
+      "composite for dense tensors, else CPU's functional kernel (plain calls here, the "
+      "others on PrivateUse3)");
   m.def("_fallback_zero_copy", [](bool on) { fallback_state().zero_copy.store(on); },
         "Whether plain fallback calls run in C++ (the fallback's zero-copy path)");
   m.def(

@@ -229,6 +229,7 @@ void init_fallback(pybind11::module& m);
 void init_native_replay(pybind11::module& m);
 // random.cpp: the lend lock of random ops and native_dropout's plain call (_rng_lend_*).
 void init_random(pybind11::module& m);
+void init_sdpa(pybind11::module& m);
 
 } // namespace mydev
 
@@ -243,6 +244,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   mydev::init_fallback(m);
   mydev::init_native_replay(m);
   mydev::init_random(m);
+  mydev::init_sdpa(m);
   // The torch release whose headers and libraries this stub was built against.
   m.attr("TORCH_BUILD_VERSION") = TORCH_VERSION;
   m.attr("HUGE_PAGE_MIN_BYTES") = mydev::kHugePageMinBytes;

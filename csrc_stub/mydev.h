@@ -123,6 +123,10 @@ void drop_held_alias_now();
 // On success `tensor` is left with an empty storage.
 at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index);
 
+// The new CPU tensor `cpu` as a mydev:`index` tensor: adopted (no bytes move) when it can be,
+// else a mydev tensor of its layout filled by copy_.
+at::Tensor as_mydev(const at::Tensor& cpu, int64_t index);
+
 // fallback.cpp: whether the C++ fallback may run plain calls (zero-copy on, no warning asked
 // for); count a call the stub ran as a fallback under its fallback_stats name; send a call to
 // the Python fallback (PrivateUse3).

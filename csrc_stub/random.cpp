@@ -41,16 +41,6 @@ void copy_state(at::CPUGeneratorImpl& to, at::CPUGeneratorImpl& from) {
   to.set_next_double_normal_sample(from.next_double_normal_sample());
 }
 
-// A mydev tensor as the stub's adopted copy of the new CPU tensor `cpu` (no bytes move when
-// it can be adopted; else a mydev tensor of its layout filled by copy_).
-at::Tensor as_mydev(const at::Tensor& cpu, c10::DeviceIndex index) {
-  at::Tensor adopted = adopt_cpu_result(cpu, index);
-  if (adopted.defined()) {
-    return adopted;
-  }
-  return empty_strided(cpu.sizes(), cpu.strides(), cpu.scalar_type(), index).copy_(cpu);
-}
-
 bool plain_dropout(c10::ArrayRef<c10::IValue> args) {
   if (!plain_calls_allowed() || !args[0].isTensor() || !args[1].isDouble()) {
     return false;

@@ -265,3 +265,45 @@ def test_vmap_takes_the_math_path():
     result = torch.vmap(f)(_mydev(q)[0])
     torch.testing.assert_close(result.cpu(), expected, atol=1e-6, rtol=1e-5)
     assert NAME not in torch_mydev.fallback_stats()
+
+
+def _attention_with_grads(q, k, v, **kwargs):
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    out = sdpa(*leaves, **kwargs)
+    out.backward(torch.ones_like(out))
+    return [out.detach(), *(t.grad for t in leaves)]
+
+
+def test_plain_calls_run_in_the_stub_with_pythons_bits(monkeypatch):
+    """csrc_stub/sdpa.cpp runs the plain calls (4-dim operands, no dropout, no bool mask, no
+    bias gradient) as fallback/sdpa.py does: the same bits and layouts as the Python kernels
+    give with every call sent to Python (the warning mode), counted under the same names;
+    a call the stub leaves (a bool mask, which only a direct call passes: sdpa converts it
+    first; 3-dim operands) goes to Python."""
+    q = _randn((2, 5, 3, 8), seed=1).transpose(1, 2)  # [B, L, H, E] seen as [B, H, L, E]
+    k, v = _randn((2, 3, 6, 8), seed=2), _randn((2, 3, 6, 8), seed=3)
+    dev = [t.to("mydev") for t in (q, k, v)]
+    dev[0] = _randn((2, 5, 3, 8), seed=1).to("mydev").transpose(1, 2)
+    mask = _randn((5, 6), seed=4).to("mydev")
+    stub = _attention_with_grads(*dev, is_causal=True) + _attention_with_grads(*dev, attn_mask=mask)
+    assert torch_mydev._C._fallback_counts() == {NAME: 2, f"{NAME}_backward": 2}
+    assert torch_mydev.fallback_stats() == {NAME: 2, f"{NAME}_backward": 2}
+    torch_mydev.reset_fallback_stats()
+    monkeypatch.setenv("TORCH_MYDEV_FALLBACK_WARN", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        python = _attention_with_grads(*dev, is_causal=True)
+        python += _attention_with_grads(*dev, attn_mask=mask)
+    assert torch_mydev._C._fallback_counts() == {}
+    assert torch_mydev.fallback_stats()[NAME] == 2
+    for a, b in zip(stub, python, strict=True):
+        assert same_layout(a, b) and same_bits(a, b)
+    expected = _attention_with_grads(q, k, v, is_causal=True)
+    for a, b in zip(stub[:4], expected, strict=True):
+        assert same_layout(a, b) and same_bits(a, b)
+    monkeypatch.delenv("TORCH_MYDEV_FALLBACK_WARN")
+    torch_mydev.reset_fallback_stats()
+    overrideable(*dev, attn_bias=torch.ones(5, 6, dtype=torch.bool, device="mydev"))
+    overrideable(*(t[0] for t in dev))
+    assert NAME not in torch_mydev._C._fallback_counts()  # the mask's logical_not is
+    assert torch_mydev.fallback_stats()[NAME] == 2

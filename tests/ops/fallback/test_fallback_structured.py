@@ -125,6 +125,24 @@ def test_dense_inputs_keep_the_composite():
     assert torch_mydev.fallback_stats() == {"aten::exp": 1, "aten::remainder.Scalar": 1}
 
 
+def test_a_non_dense_call_runs_cpus_kernel_in_the_stub():
+    """CPU's functional kernel for a non-dense input runs on the stub's plain path (aliases,
+    the CPU op, the result adopted), as ``run_on_cpu`` would in Python; a Python number for
+    a tensor still goes to Python, which picks the overload the caller called."""
+    x = torch.arange(24, dtype=torch.int32, device="mydev").reshape(4, 6)
+    half = x[:, 3:]
+    torch_mydev.reset_fallback_stats()
+    torch.exp(x[:, ::2])
+    joined = torch.cat((-half, x[:, :3]), dim=-1)  # rotary attention's rotate_half
+    assert torch_mydev._C._fallback_counts() == {"aten::exp": 1, "aten::cat": 1}
+    assert dict(fallback._stats) == {}
+    x % 3
+    assert dict(fallback._stats) == {"aten::remainder.Scalar": 1}
+    c = x.cpu()
+    expected = torch.cat((-c[:, 3:], c[:, :3]), dim=-1)
+    assert same_layout(joined, expected) and same_bits(joined, expected)
+
+
 def test_every_structured_functional_overload_is_registered():
     """The list is the dispatcher's; spot checks of what it must and must not hold."""
     names = {str(op) for op in fallback.STRUCTURED_OPS}

@@ -571,6 +571,6 @@ def register() -> None:
         name = op_name(op).removeprefix("aten::")
         explicit.impl(name, fst.kernel_for(op, run_on_cpu), PYTHON_KEY)
         _C._structured_kernel(name)
-    fallback_sdpa.register(explicit)
+    fallback_sdpa.register(explicit, PYTHON_KEY)  # and its plain calls in the stub
     _C._native_dropout_kernel()  # its plain calls in the stub (csrc_stub/random.cpp)
     _libraries.extend((boxed, explicit))

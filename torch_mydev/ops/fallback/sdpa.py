@@ -169,15 +169,17 @@ def fused_attention_overrideable_backward(
     return tuple(grads)
 
 
-def register(library: torch.library.Library) -> None:
-    """Register both kernels for PrivateUse1 in `library` (an ``aten`` IMPL library)."""
+def register(library: torch.library.Library, key: str) -> None:
+    """Register both kernels for the dispatch key `key` in `library` (an ``aten`` IMPL
+    library): the fallback's Python key, behind the stub's own kernels for PrivateUse1
+    (csrc_stub/sdpa.cpp), which run the plain calls -- 4-dim operands, no dropout, no bool
+    mask, no bias gradient -- as these do and send the rest here."""
     library.impl(
-        "_scaled_dot_product_fused_attention_overrideable",
-        fused_attention_overrideable,
-        "PrivateUse1",
+        "_scaled_dot_product_fused_attention_overrideable", fused_attention_overrideable, key
     )
     library.impl(
         "_scaled_dot_product_fused_attention_overrideable_backward",
         fused_attention_overrideable_backward,
-        "PrivateUse1",
+        key,
     )
+    _C._sdpa_kernels()
