@@ -70,9 +70,10 @@ struct NativeTable {
   std::unordered_map<std::string, std::shared_ptr<const NativeRecord>> records;
 };
 
-// What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), or a
-// functional reduction (ops/replay.py NATIVE's last field).
-enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2 };
+// What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), a
+// functional reduction, or a clone (a copy into a new tensor) (ops/replay.py NATIVE's last
+// field).
+enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3 };
 
 struct NativeKernel : c10::OperatorKernel {
   NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, Kind kind)
@@ -88,6 +89,7 @@ struct NativeKernel : c10::OperatorKernel {
   // loop from the value, converted with Scalar::to's overflow check, into `self`.
   // kReduce: sum/mean (.dim_IntList/.dim and all-dims), amax/amin: the dims, keepdim,
   // dtype= and torch's thread count are part of the key; the output is new.
+  // kClone: clone (operands 1), its memory format in the key; the output is new.
   Kind kind;
 };
 
@@ -279,7 +281,52 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
 
 // Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
 // or self in place), false when the call is not one this table can run.
+// clone(self, *, memory_format): a recorded same-dtype copy (ops/replay.py `record_clone`)
+// into a new tensor laid out as the record says. The memory format stands where a number's
+// position would (a clone has none): MemoryFormat's value, None as preserve_format (1).
+bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  const at::Tensor* self = mydev_self(args[0]);
+  if (self == nullptr) {
+    return false;
+  }
+  int64_t format = static_cast<int64_t>(c10::MemoryFormat::Preserve);
+  if (args.size() > 1 && !args[1].isNone()) {
+    if (!args[1].isInt()) {
+      return false;
+    }
+    format = args[1].toInt();
+  }
+  int64_t flags_any = 0;
+  LayoutKey key = self_key(*self, flags_any);
+  if (flags_any != 0) {
+    return false;  // a lazy bit, or a copy-on-write storage: Python's path
+  }
+  key.push_back(key_word(c10::ScalarType::Undefined, format));
+  const auto record = find_record(*kernel.table, key);
+  if (!record) {
+    return false;
+  }
+  const uintptr_t start = first_byte(*self);
+  if (!reachable(*self, start, record->extents[1], *record)) {
+    return false;
+  }
+  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
+  const uintptr_t target = first_byte(out);
+  if (target % static_cast<uintptr_t>(record->unit) != 0) {
+    return false;
+  }
+  reinterpret_cast<Loop2>(record->entry)(
+      static_cast<int64_t>(target),
+      static_cast<int64_t>(start),
+      0,
+      reinterpret_cast<int64_t>(record->params.data()));
+  return true;
+}
+
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  if (kernel.kind == Kind::kClone) {
+    return replay_clone(kernel, args, out);
+  }
   if (kernel.kind == Kind::kFill) {
     return replay_fill(kernel, args, out);
   }
@@ -402,7 +449,7 @@ void init_native_replay(pybind11::module& m) {
          bool inplace,
          int64_t kind) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
-        TORCH_CHECK(kind >= 0 && kind <= 2, "_native_replay_kernel: kind 0, 1 or 2");
+        TORCH_CHECK(kind >= 0 && kind <= 3, "_native_replay_kernel: kind 0 to 3");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
         std::lock_guard<std::mutex> lock(s.mutex);
@@ -417,7 +464,7 @@ void init_native_replay(pybind11::module& m) {
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
       "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, kind: "
-      "0 elementwise, 1 fill, 2 reduction)");
+      "0 elementwise, 1 fill, 2 reduction, 3 clone)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,

@@ -338,3 +338,68 @@ def test_a_reductions_key_holds_its_arguments_and_the_thread_count() -> None:
         assert _C._native_replay_size("r.sum") == 6
     finally:
         torch.set_num_threads(threads)
+
+
+# ---- clone --------------------------------------------------------------------------------
+
+CLONE_FORMATS = [None, torch.preserve_format, torch.contiguous_format, torch.channels_last]
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.int64, torch.bool, torch.complex64]
+)
+def test_clones_replayed_equal_cpu_and_never_enter_python(dtype, monkeypatch) -> None:
+    """A clone's third call of a layout and memory format runs in the stub (its key holds
+    the format: preserve and contiguous of one transposed tensor differ), with CPU's
+    layout and bits."""
+    from torch_mydev.ops.copy import conversions
+
+    replay.clear()
+    g = torch.Generator().manual_seed(5)
+    base = (torch.randn(2, 3, 4, 6, generator=g) * 9).to(dtype)
+    views = [
+        lambda t: t,
+        lambda t: t.transpose(1, 2),  # attention's [B, H, L, E] -> [B, L, H, E]
+        lambda t: t[:, :, :2].expand(2, 3, 2, 6) if t.dim() else t,
+        lambda t: t[:, :, None, :1].expand(2, 3, 2, 1, 6),  # repeat_kv's expand
+        lambda t: t[1:, ::2, 1:],  # sliced, with an offset and steps
+        lambda t: t.contiguous(memory_format=torch.channels_last),
+    ]
+    device = base.to("mydev")
+    for view in views:
+        for memory_format in CLONE_FORMATS:
+            if memory_format is torch.channels_last and view(base).dim() != 4:
+                continue
+            for _ in range(2):  # the second call records
+                device_view = view(device)
+                device_view.clone(memory_format=memory_format)
+    recorded = _C._native_replay_size("clone")
+    assert recorded > 10
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded clone")
+
+    monkeypatch.setattr(replay, "replay_copy", refuse)
+    monkeypatch.setattr(conversions, "_signature", refuse)
+    pairs = [
+        (view(base).clone(memory_format=fmt), view(device).clone(memory_format=fmt))
+        for view in views
+        for fmt in CLONE_FORMATS
+        if fmt is not torch.channels_last or view(base).dim() == 4
+    ]
+    monkeypatch.undo()  # .cpu() below is a _to_copy, which the patch would refuse
+    for expected, result in pairs:
+        assert result.stride() == expected.stride() and result.shape == expected.shape
+        assert same_bits(result.cpu(), expected)
+
+
+def test_a_clone_steps_aside_for_lazy_bits() -> None:
+    """A conjugate view and a copy-on-write storage go to Python, which handles them."""
+    replay.clear()
+    z = torch.randn(3, 4, dtype=torch.complex64).to("mydev")
+    for _ in range(3):
+        z.clone()
+    assert _C._native_replay_size("clone") == 1
+    assert torch.equal(z.conj().clone().cpu(), z.cpu().conj().clone())
+    cow = z._lazy_clone()
+    assert torch.equal(cow.clone().cpu(), z.cpu())

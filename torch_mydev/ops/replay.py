@@ -1,7 +1,8 @@
 """Decides nothing: hands the stub a record of each elementwise call signature Python answered.
 
 The per-call path of an elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)``,
-``x.mul_(beta)``, ``x * 0.5``) repeats what the signature's ``Entry`` already decided:
+``x.mul_(beta)``, ``x * 0.5``), a fill, a reduction or a clone repeats what the signature's
+``Entry`` already decided:
 allocate the output (or write ``self``), call the loop. The stub does that below Python's
 per-call cost: its C++ kernels in front of the dispatcher (``NATIVE``,
 csrc_stub/native_replay.cpp) read the tensors' layout key, find the record, check the
@@ -39,6 +40,7 @@ __all__ = [
     "Target",
     "clear",
     "record",
+    "record_clone",
     "record_copy",
     "record_fill",
     "reduction_target",
@@ -64,7 +66,7 @@ COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
 # What a stub kernel replays (csrc_stub/native_replay.cpp ``Kind``).
-ELEMENTWISE, FILL, REDUCE = 0, 1, 2
+ELEMENTWISE, FILL, REDUCE, CLONE = 0, 1, 2, 3
 
 # The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
 # (table, leading operands, whether an ``alpha`` argument must be 1, in place, kind). Their
@@ -106,6 +108,17 @@ NATIVE: dict[str, tuple[str, int, bool, bool, int]] = {
     "mean": ("r.mean", 1, False, False, REDUCE),
     "amax": ("r.amax", 1, False, False, REDUCE),
     "amin": ("r.amin", 1, False, False, REDUCE),
+    # a same-dtype copy into a new tensor (``record_clone``), its memory format in the key
+    "clone": ("clone", 1, False, False, CLONE),
+}
+
+# clone's memory format as the stub keys it: c10::MemoryFormat's value, None as preserve.
+_FORMAT_WORD = {
+    None: 1,
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
 }
 
 
@@ -232,6 +245,25 @@ def record_copy(table: dict[bytes, tuple], key: bytes, prepared, layout: tuple =
             keep=params,
         ),
     )
+
+
+def record_clone(
+    key: bytes, memory_format: torch.memory_format | None, prepared, layout: tuple
+) -> None:
+    """Record ``clone(self, memory_format=...)`` for the stub: ``key`` is ``self``'s
+    ``_C._signature`` key, ``prepared`` the ``kernels.PreparedCopy`` of the copy into the
+    new tensor, ``layout`` that tensor's ``(sizes, strides, dtype, device index)``. A copy
+    the stub does not replay (of nothing, or parallel) is not recorded."""
+    block = None if prepared is None else prepared.replay_block()
+    if block is None:
+        return
+    address, params = block
+    sizes, strides, dtype, index = layout
+    _C._native_replay_put(
+        "clone", key, sizes, strides, dtype, index, address, params.tobytes(),
+        prepared.dst_extent, prepared.src_extent, None, _FORMAT_WORD[memory_format], None,
+        prepared.unit,
+    )  # fmt: skip
 
 
 @_unless_compiling

@@ -45,6 +45,7 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
     if key not in records and new.index is not None:  # a second call: the stub replays the third
         layout = (new.sizes, new.strides, new.dtype, new.index)
         replay.record_copy(records, key, new.entry.prepared, layout)
+        replay.record_clone(key, memory_format, new.entry.prepared, layout)
     return new.fill(new.allocate(), self, start, base + nbytes - start)
 
 
