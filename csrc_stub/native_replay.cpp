@@ -71,9 +71,9 @@ struct NativeTable {
 };
 
 // What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), a
-// functional reduction, or a clone (a copy into a new tensor) (ops/replay.py NATIVE's last
-// field).
-enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3 };
+// functional reduction, a clone (a copy into a new tensor), or empty_like's layout
+// (ops/replay.py NATIVE's last field).
+enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3, kEmptyLike = 4 };
 
 struct NativeKernel : c10::OperatorKernel {
   NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, Kind kind)
@@ -90,6 +90,8 @@ struct NativeKernel : c10::OperatorKernel {
   // kReduce: sum/mean (.dim_IntList/.dim and all-dims), amax/amin: the dims, keepdim,
   // dtype= and torch's thread count are part of the key; the output is new.
   // kClone: clone (operands 1), its memory format in the key; the output is new.
+  // kEmptyLike: empty_like with no dtype, layout, device or pin_memory given, its memory
+  // format in the key: a new tensor with the strides Python's rule gave (no loop).
   Kind kind;
 };
 
@@ -281,28 +283,67 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
 
 // Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
 // or self in place), false when the call is not one this table can run.
-// clone(self, *, memory_format): a recorded same-dtype copy (ops/replay.py `record_clone`)
-// into a new tensor laid out as the record says. The memory format stands where a number's
-// position would (a clone has none): MemoryFormat's value, None as preserve_format (1).
-bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const at::Tensor* self = mydev_self(args[0]);
+// The record of a new tensor made from `self` alone (clone, empty_like): `self`'s layout key
+// and a memory format (argument `format_arg`: MemoryFormat's value, None as preserve_format,
+// 1) standing where a number's position would (these ops have none); null when there is none
+// or Python must run (not a mydev tensor, a lazy bit, a copy-on-write storage).
+std::shared_ptr<const NativeRecord> new_tensor_record(
+    const NativeKernel& kernel,
+    c10::ArrayRef<c10::IValue> args,
+    size_t format_arg,
+    const at::Tensor*& self) {
+  self = mydev_self(args[0]);
   if (self == nullptr) {
-    return false;
+    return nullptr;
   }
   int64_t format = static_cast<int64_t>(c10::MemoryFormat::Preserve);
-  if (args.size() > 1 && !args[1].isNone()) {
-    if (!args[1].isInt()) {
-      return false;
+  if (args.size() > format_arg && !args[format_arg].isNone()) {
+    if (!args[format_arg].isInt()) {
+      return nullptr;
     }
-    format = args[1].toInt();
+    format = args[format_arg].toInt();
   }
   int64_t flags_any = 0;
   LayoutKey key = self_key(*self, flags_any);
   if (flags_any != 0) {
-    return false;  // a lazy bit, or a copy-on-write storage: Python's path
+    return nullptr;
   }
   key.push_back(key_word(c10::ScalarType::Undefined, format));
-  const auto record = find_record(*kernel.table, key);
+  return find_record(*kernel.table, key);
+}
+
+// empty_like(self, dtype, layout, device, pin_memory, memory_format) whose options are
+// `self`'s own (or not given; pin_memory false): a new tensor with the strides Python's rule
+// gave for this layout and format (ops/replay.py `record_empty_like`), filled as ATen's
+// empty_like fills under deterministic algorithms.
+bool replay_empty_like(
+    const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  if (args.size() != 6) {
+    return false;
+  }
+  const at::Tensor* self = nullptr;
+  const auto record = new_tensor_record(kernel, args, 5, self);
+  if (!record) {
+    return false;
+  }
+  const bool own_options =
+      (args[1].isNone() || (args[1].isInt() && args[1].toInt() == static_cast<int64_t>(self->scalar_type()))) &&
+      (args[2].isNone() || (args[2].isInt() && args[2].toInt() == static_cast<int64_t>(c10::kStrided))) &&
+      (args[3].isNone() || (args[3].isDevice() && args[3].toDevice() == self->device())) &&
+      (args[4].isNone() || (args[4].isBool() && !args[4].toBool()));
+  if (!own_options) {
+    return false;
+  }
+  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
+  fill_uninitialized(out);
+  return true;
+}
+
+// clone(self, *, memory_format): a recorded same-dtype copy (ops/replay.py `record_clone`)
+// into a new tensor laid out as the record says.
+bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  const at::Tensor* self = nullptr;
+  const auto record = new_tensor_record(kernel, args, 1, self);
   if (!record) {
     return false;
   }
@@ -326,6 +367,9 @@ bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, a
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
   if (kernel.kind == Kind::kClone) {
     return replay_clone(kernel, args, out);
+  }
+  if (kernel.kind == Kind::kEmptyLike) {
+    return replay_empty_like(kernel, args, out);
   }
   if (kernel.kind == Kind::kFill) {
     return replay_fill(kernel, args, out);
@@ -449,7 +493,7 @@ void init_native_replay(pybind11::module& m) {
          bool inplace,
          int64_t kind) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
-        TORCH_CHECK(kind >= 0 && kind <= 3, "_native_replay_kernel: kind 0 to 3");
+        TORCH_CHECK(kind >= 0 && kind <= 4, "_native_replay_kernel: kind 0 to 4");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
         std::lock_guard<std::mutex> lock(s.mutex);
@@ -464,7 +508,7 @@ void init_native_replay(pybind11::module& m) {
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
       "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, kind: "
-      "0 elementwise, 1 fill, 2 reduction, 3 clone)");
+      "0 elementwise, 1 fill, 2 reduction, 3 clone, 4 empty_like)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,

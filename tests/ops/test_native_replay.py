@@ -403,3 +403,63 @@ def test_a_clone_steps_aside_for_lazy_bits() -> None:
     assert torch.equal(z.conj().clone().cpu(), z.cpu().conj().clone())
     cow = z._lazy_clone()
     assert torch.equal(cow.clone().cpu(), z.cpu())
+
+
+# ---- empty_like ---------------------------------------------------------------------------
+
+LIKE_VIEWS = [
+    lambda t: t,
+    lambda t: t.transpose(1, 2),
+    lambda t: t[:, :, :1].expand(2, 3, 5, 6),  # expanded: not dense, infer_dense_strides
+    lambda t: t[1:, ::2, 1:],  # sliced: not dense
+    lambda t: t.contiguous(memory_format=torch.channels_last),
+    lambda t: t[:, :1].contiguous(memory_format=torch.channels_last),  # C == 1: ambiguous
+]
+
+
+def test_empty_like_replayed_with_cpus_layout_and_never_enters_python(monkeypatch) -> None:
+    """``empty_like``'s third call of a layout and memory format (options ``self``'s own) is
+    the stub's, with the strides Python's rule gave, which are CPU's."""
+    from torch_mydev.ops import factories
+
+    replay.clear()
+    base = torch.randn(2, 3, 4, 6)
+    device = base.to("mydev")
+    for view in LIKE_VIEWS:
+        for fmt in CLONE_FORMATS:
+            for _ in range(2):
+                torch.empty_like(view(device), memory_format=fmt)
+    # None and preserve_format are one memory format to the rule: one record
+    assert _C._native_replay_size("empty_like") == len(LIKE_VIEWS) * (len(CLONE_FORMATS) - 1)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded empty_like")
+
+    monkeypatch.setattr(factories, "cached_like_strides", refuse)
+    for view in LIKE_VIEWS:
+        for fmt in CLONE_FORMATS:
+            expected = torch.empty_like(view(base), memory_format=fmt)
+            for like in (torch.empty_like, torch.zeros_like, torch.ones_like):
+                result = like(view(device), memory_format=fmt)
+                assert result.shape == expected.shape and result.stride() == expected.stride()
+                assert result.dtype == expected.dtype and result.device == device.device
+    with pytest.raises(AssertionError):  # another dtype: Python decides
+        torch.empty_like(device, dtype=torch.float64)
+
+
+def test_a_replayed_empty_like_fills_under_deterministic_algorithms() -> None:
+    """As ATen's empty_like (and the Python path) fill new memory under
+    ``use_deterministic_algorithms`` with ``fill_uninitialized_memory``: NaN for floats,
+    the largest value for integers."""
+    replay.clear()
+    x = torch.zeros(3, 5, device="mydev")
+    i = torch.zeros(3, 5, dtype=torch.int32, device="mydev")
+    for _ in range(3):
+        torch.empty_like(x), torch.empty_like(i)
+    assert _C._native_replay_size("empty_like") == 2
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.empty_like(x).isnan().all()
+        assert (torch.empty_like(i) == torch.iinfo(torch.int32).max).all()
+    finally:
+        torch.use_deterministic_algorithms(False)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from torch_mydev import _C
+from torch_mydev.ops import replay
 from torch_mydev_rules.iterator.cache import LRUCache
 from torch_mydev_rules.layout import (
     MemoryFormat,
@@ -116,4 +117,22 @@ def empty_like(
     result = allocate(tuple(self.shape), strides, dtype or self.dtype, target)
     if target.type != "cpu":  # CPU's empty_strided has filled its own
         _fill_uninitialized(result)
+    if (
+        dtype in (None, self.dtype)
+        and layout in (None, torch.strided)
+        and (device is None or torch.device(device) == self.device)
+        and not pin_memory
+        and target.type != "cpu"
+    ):
+        _record(self, memory_format, result)
     return result
+
+
+def _record(self: torch.Tensor, memory_format: torch.memory_format | None, new) -> None:
+    """Hand the stub this layout's answer (ops/replay.py ``record_empty_like``): its next
+    ``empty_like`` of the same layout and format runs there."""
+    signature = _C._signature(self)
+    if signature is None or signature[1]:  # no host storage, or a lazy bit
+        return
+    layout = (tuple(new.shape), tuple(new.stride()), new.dtype, new.get_device())
+    replay.record_empty_like(signature[0], memory_format, layout)

@@ -1,8 +1,8 @@
 """Decides nothing: hands the stub a record of each elementwise call signature Python answered.
 
 The per-call path of an elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)``,
-``x.mul_(beta)``, ``x * 0.5``), a fill, a reduction or a clone repeats what the signature's
-``Entry`` already decided:
+``x.mul_(beta)``, ``x * 0.5``), a fill, a reduction, a clone or an ``empty_like`` repeats
+what the signature's ``Entry`` already decided:
 allocate the output (or write ``self``), call the loop. The stub does that below Python's
 per-call cost: its C++ kernels in front of the dispatcher (``NATIVE``,
 csrc_stub/native_replay.cpp) read the tensors' layout key, find the record, check the
@@ -42,6 +42,7 @@ __all__ = [
     "record",
     "record_clone",
     "record_copy",
+    "record_empty_like",
     "record_fill",
     "reduction_target",
     "replay",
@@ -66,7 +67,7 @@ COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
 # What a stub kernel replays (csrc_stub/native_replay.cpp ``Kind``).
-ELEMENTWISE, FILL, REDUCE, CLONE = 0, 1, 2, 3
+ELEMENTWISE, FILL, REDUCE, CLONE, EMPTY_LIKE = 0, 1, 2, 3, 4
 
 # The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
 # (table, leading operands, whether an ``alpha`` argument must be 1, in place, kind). Their
@@ -110,6 +111,8 @@ NATIVE: dict[str, tuple[str, int, bool, bool, int]] = {
     "amin": ("r.amin", 1, False, False, REDUCE),
     # a same-dtype copy into a new tensor (``record_clone``), its memory format in the key
     "clone": ("clone", 1, False, False, CLONE),
+    # the strides Python's rule gave (``record_empty_like``), its memory format in the key
+    "empty_like": ("empty_like", 1, False, False, EMPTY_LIKE),
 }
 
 # clone's memory format as the stub keys it: c10::MemoryFormat's value, None as preserve.
@@ -263,6 +266,17 @@ def record_clone(
         "clone", key, sizes, strides, dtype, index, address, params.tobytes(),
         prepared.dst_extent, prepared.src_extent, None, _FORMAT_WORD[memory_format], None,
         prepared.unit,
+    )  # fmt: skip
+
+
+def record_empty_like(key: bytes, memory_format: torch.memory_format | None, layout: tuple) -> None:
+    """Record ``empty_like(self, memory_format=...)`` (its options ``self``'s own) for the stub:
+    ``key`` is ``self``'s ``_C._signature`` key, ``layout`` the new tensor's ``(sizes,
+    strides, dtype, device index)`` as ``factories.like_strides`` decided them."""
+    sizes, strides, dtype, index = layout
+    _C._native_replay_put(
+        "empty_like", key, sizes, strides, dtype, index, 0, b"", 0, 0, None,
+        _FORMAT_WORD[memory_format], None,
     )  # fmt: skip
 
 
