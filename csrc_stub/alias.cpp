@@ -31,6 +31,7 @@
 #include "mydev.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/COW.h>
@@ -228,6 +229,15 @@ at::Tensor as_mydev(const at::Tensor& cpu, int64_t index) {
   at::Tensor adopted = adopt_cpu_result(cpu, index);
   if (adopted.defined()) {
     return adopted;
+  }
+  // Copied on CPU into a block of its own, which can be adopted: no mydev kernel runs (one
+  // might wait for its loop's compile).
+  if (cpu.is_non_overlapping_and_dense()) {
+    const at::Tensor own = at::empty_strided(cpu.sizes(), cpu.strides(), cpu.options());
+    adopted = adopt_cpu_result(own.copy_(cpu), index);
+    if (adopted.defined()) {
+      return adopted;
+    }
   }
   return empty_strided(cpu.sizes(), cpu.strides(), cpu.scalar_type(), index).copy_(cpu);
 }

@@ -25,6 +25,7 @@
 #include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/zeros.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
@@ -157,12 +158,13 @@ void forward_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
 }
 
 // A gradient of CPU's flash backward in its input's empty_like layout (a dense input: its
-// own strides), as fallback/sdpa.py's `_like`.
+// own strides), as fallback/sdpa.py's `_like`; laid out on CPU, then adopted.
 at::Tensor gradient_like(const at::Tensor& grad, const at::Tensor& input, int64_t index) {
   if (grad.strides() == input.strides()) {
     return as_mydev(grad, index);
   }
-  return empty_strided(input.sizes(), input.strides(), grad.scalar_type(), index).copy_(grad);
+  const at::Tensor laid = at::empty_strided(input.sizes(), input.strides(), grad.options());
+  return as_mydev(laid.copy_(grad), index);
 }
 
 // aten::_scaled_dot_product_fused_attention_overrideable_backward(grad_out, query, key,

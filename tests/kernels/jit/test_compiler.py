@@ -51,6 +51,8 @@ x = torch.randn(64, 32, generator=g)
 big = torch.randn(512, 1024, generator=g)
 cl = torch.randn(2, 3, 8, 8, generator=g).to(memory_format=torch.channels_last)
 i = torch.randint(-50, 50, (64, 32), generator=g)
+f64 = torch.float64
+empty_t = lambda device: torch.empty(32, 64, dtype=torch.float16, device=device).t()
 cases = [
     ("add", lambda t: t + t, x),
     ("add int", lambda t: t + 3, i),
@@ -68,6 +70,9 @@ cases = [
     ("sum f64", lambda t: t.double().sum(0), x),
     ("amax", lambda t: t.amax(1), x),
     ("amin", lambda t: t.amin(0), i),
+    # copy_ from a CPU tensor, another dtype: CPU's kernel serves it while the cast compiles
+    ("copy_ cast from CPU", lambda t: torch.empty(64, 32, dtype=f64, device=t.device).copy_(x), x),
+    ("copy_ cast from CPU, transposed", lambda t: empty_t(t.device).copy_(x), x),
     ("add parallel", lambda t: t + 1, big),
     ("sum parallel", lambda t: t.sum(1), big),
 ]

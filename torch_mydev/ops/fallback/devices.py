@@ -19,8 +19,11 @@ from torch_mydev._names import DEVICE
 
 __all__ = ["CPU_ALLOWED", "check_call", "check_same_device", "mixed_device_error"]
 
-# Arguments that CUDA accepts on CPU (ATen copies them to the device itself).
+# Arguments that CUDA accepts on CPU (ATen copies them to the device itself); copy_'s
+# source may be on any device (mydev's own copy_ takes a CPU one; this is for the calls CPU's
+# kernel serves: a cast whose loop is still compiling, docs/first-use.md).
 CPU_ALLOWED: dict[str, frozenset[str]] = {
+    "aten::copy_": frozenset({"src"}),
     "aten::index.Tensor": frozenset({"indices"}),
     "aten::index.Tensor_out": frozenset({"indices"}),
     "aten::index_put_": frozenset({"indices"}),
