@@ -225,6 +225,11 @@ at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
   return result;
 }
 
+bool plain_mydev(const at::Tensor& t) {
+  return t.defined() && t.device().type() == kDeviceType && t.layout() == c10::kStrided &&
+      t.has_storage() && !t.is_conj() && !t.is_neg();
+}
+
 at::Tensor as_mydev(const at::Tensor& cpu, int64_t index) {
   at::Tensor adopted = adopt_cpu_result(cpu, index);
   if (adopted.defined()) {

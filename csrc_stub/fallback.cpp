@@ -487,6 +487,8 @@ void structured_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   }
 }
 
+} // namespace
+
 torch::Library& aten_library() {
   FallbackState& s = fallback_state();
   if (s.libraries.size() < 2) {
@@ -494,6 +496,8 @@ torch::Library& aten_library() {
   }
   return *s.libraries[1];
 }
+
+namespace {
 
 // Registers `Kernel` as the PrivateUse1 kernel of the aten op `name`.
 template <void (*Kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*)>

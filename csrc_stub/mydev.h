@@ -16,6 +16,10 @@
 #include <string>
 #include <utility>
 
+namespace torch {
+class Library;
+} // namespace torch
+
 namespace mydev {
 
 constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
@@ -123,6 +127,10 @@ void drop_held_alias_now();
 // On success `tensor` is left with an empty storage.
 at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index);
 
+// Whether `t` is a strided mydev tensor with storage and no lazy conjugate or negative bit:
+// an operand the stub's own kernels read through a CPU alias as it is (alias.cpp).
+bool plain_mydev(const at::Tensor& t);
+
 // The new CPU tensor `cpu` as a mydev:`index` tensor: adopted (no bytes move) when it can be,
 // else a mydev tensor of its layout filled by copy_.
 at::Tensor as_mydev(const at::Tensor& cpu, int64_t index);
@@ -133,6 +141,9 @@ at::Tensor as_mydev(const at::Tensor& cpu, int64_t index);
 bool plain_calls_allowed();
 void count_fallback_call(const std::string& name);
 void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The aten IMPL library for PrivateUse1 in which the stub puts its C++ kernels in front of
+// Python's (those on PrivateUse3); `_fallback_install` makes it.
+torch::Library& aten_library();
 
 // --- the replay key (replay.cpp) --------------------------------------------------------
 // Flags of a layout key's tensors: a lazy conjugate or negative bit, a copy-on-write storage.

@@ -90,8 +90,8 @@ struct NativeKernel : c10::OperatorKernel {
   // kReduce: sum/mean (.dim_IntList/.dim and all-dims), amax/amin: the dims, keepdim,
   // dtype= and torch's thread count are part of the key; the output is new.
   // kClone: clone (operands 1), its memory format in the key; the output is new.
-  // kEmptyLike: empty_like with no dtype, layout, device or pin_memory given, its memory
-  // format in the key: a new tensor with the strides Python's rule gave (no loop).
+  // kEmptyLike: empty_like whose options are self's own, its memory format in the key: a new
+  // tensor with the strides Python's rule gave (no loop).
   Kind kind;
 };
 
@@ -281,8 +281,6 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   return true;
 }
 
-// Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
-// or self in place), false when the call is not one this table can run.
 // The record of a new tensor made from `self` alone (clone, empty_like): `self`'s layout key
 // and a memory format (argument `format_arg`: MemoryFormat's value, None as preserve_format,
 // 1) standing where a number's position would (these ops have none); null when there is none
@@ -326,9 +324,12 @@ bool replay_empty_like(
   if (!record) {
     return false;
   }
+  const auto is_int = [](const c10::IValue& v, int64_t value) {
+    return v.isInt() && v.toInt() == value;
+  };
   const bool own_options =
-      (args[1].isNone() || (args[1].isInt() && args[1].toInt() == static_cast<int64_t>(self->scalar_type()))) &&
-      (args[2].isNone() || (args[2].isInt() && args[2].toInt() == static_cast<int64_t>(c10::kStrided))) &&
+      (args[1].isNone() || is_int(args[1], static_cast<int64_t>(self->scalar_type()))) &&
+      (args[2].isNone() || is_int(args[2], static_cast<int64_t>(c10::kStrided))) &&
       (args[3].isNone() || (args[3].isDevice() && args[3].toDevice() == self->device())) &&
       (args[4].isNone() || (args[4].isBool() && !args[4].toBool()));
   if (!own_options) {
@@ -352,18 +353,16 @@ bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, a
     return false;
   }
   out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
-  const uintptr_t target = first_byte(out);
-  if (target % static_cast<uintptr_t>(record->unit) != 0) {
-    return false;
-  }
   reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(target),
+      static_cast<int64_t>(first_byte(out)),  // a new block: 64-byte aligned, a unit's multiple
       static_cast<int64_t>(start),
       0,
       reinterpret_cast<int64_t>(record->params.data()));
   return true;
 }
 
+// Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
+// or self in place), false when the call is not one this table can run.
 bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
   if (kernel.kind == Kind::kClone) {
     return replay_clone(kernel, args, out);

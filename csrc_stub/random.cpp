@@ -47,9 +47,8 @@ bool plain_dropout(c10::ArrayRef<c10::IValue> args) {
   }
   const at::Tensor& input = args[0].toTensor();
   const bool train = args[2].isNone() || (args[2].isBool() && args[2].toBool());
-  return train && input.defined() && input.device().type() == kDeviceType &&
-      input.layout() == c10::kStrided && input.has_storage() && !input.is_conj() &&
-      !input.is_neg() && input.numel() > 0 && at::isFloatingType(input.scalar_type());
+  return train && plain_mydev(input) && input.numel() > 0 &&
+      at::isFloatingType(input.scalar_type());
 }
 
 void native_dropout_kernel(
@@ -101,13 +100,8 @@ void init_random(pybind11::module& m) {
   m.def(
       "_native_dropout_kernel",
       [] {
-        static auto* library = new torch::Library(
-            torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-        static std::once_flag once;
-        std::call_once(once, [] {
-          library->impl(
-              "native_dropout", torch::CppFunction::makeFromBoxedFunction<&native_dropout_kernel>());
-        });
+        aten_library().impl(
+            "native_dropout", torch::CppFunction::makeFromBoxedFunction<&native_dropout_kernel>());
       },
       "Register the stub's native_dropout for PrivateUse1 (the Python fallback's on PrivateUse3)");
 }

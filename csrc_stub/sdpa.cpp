@@ -31,7 +31,6 @@
 #include <torch/library.h>
 
 #include <array>
-#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -76,8 +75,7 @@ bool plain_operand(const c10::IValue& v, int64_t dims, int64_t& index) {
     return false;
   }
   const at::Tensor& t = v.toTensor();
-  if (!t.defined() || t.device().type() != kDeviceType || t.layout() != c10::kStrided ||
-      !t.has_storage() || t.is_conj() || t.is_neg() || (dims >= 0 && t.dim() != dims)) {
+  if (!plain_mydev(t) || (dims >= 0 && t.dim() != dims)) {
     return false;
   }
   if (index < 0) {
@@ -97,15 +95,15 @@ bool plain_bias(const c10::IValue& v, int64_t& index) {
   return no_bias(v) || (plain_operand(v, -1, index) && v.toTensor().scalar_type() != at::kBool);
 }
 
+at::Tensor read_only(const c10::IValue& v) {
+  return cpu_alias(v.toTensor(), std::nullopt, /*readonly=*/true);
+}
+
 std::optional<at::Tensor> alias_of_bias(const c10::IValue& v) {
   if (no_bias(v)) {
     return std::nullopt;
   }
-  return cpu_alias(v.toTensor(), std::nullopt, /*readonly=*/true);
-}
-
-at::Tensor read_only(const c10::IValue& v) {
-  return cpu_alias(v.toTensor(), std::nullopt, /*readonly=*/true);
+  return read_only(v);
 }
 
 // aten::_scaled_dot_product_fused_attention_overrideable(query, key, value, attn_bias,
@@ -238,17 +236,12 @@ void init_sdpa(pybind11::module& m) {
   m.def(
       "_sdpa_kernels",
       [] {
-        static auto* library = new torch::Library(
-            torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-        static std::once_flag once;
-        std::call_once(once, [] {
-          library->impl(
-              "_scaled_dot_product_fused_attention_overrideable",
-              torch::CppFunction::makeFromBoxedFunction<&forward_kernel>());
-          library->impl(
-              "_scaled_dot_product_fused_attention_overrideable_backward",
-              torch::CppFunction::makeFromBoxedFunction<&backward_kernel>());
-        });
+        aten_library().impl(
+            "_scaled_dot_product_fused_attention_overrideable",
+            torch::CppFunction::makeFromBoxedFunction<&forward_kernel>());
+        aten_library().impl(
+            "_scaled_dot_product_fused_attention_overrideable_backward",
+            torch::CppFunction::makeFromBoxedFunction<&backward_kernel>());
       },
       "Register the stub's OVERRIDEABLE attention kernels for PrivateUse1 (Python's are on "
       "PrivateUse3)");
