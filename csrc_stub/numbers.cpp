@@ -73,15 +73,22 @@ bool with_value(const Number& n, Visit&& visit) {
   }
 }
 
-template <typename From>
-bool convert_into(From value, c10::ScalarType to, void* out) {
+template <typename T>
+struct As {
+  using type = T;
+};
+
+// `*out = convert(As<T>{})` for the C++ type T of `to`; false for a dtype outside the
+// switch. `convert` gives the value in T.
+template <typename Convert>
+bool store_as(c10::ScalarType to, void* out, Convert&& convert) {
   switch (to) {
-#define MYDEV_CONVERT(T, name)                        \
-  case c10::ScalarType::name:                         \
-    *static_cast<T*>(out) = c10::convert<T>(value);   \
+#define MYDEV_STORE(T, name)                       \
+  case c10::ScalarType::name:                      \
+    *static_cast<T*>(out) = convert(As<T>{});      \
     return true;
-    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CONVERT)
-#undef MYDEV_CONVERT
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_STORE)
+#undef MYDEV_STORE
     default:
       return false;
   }
@@ -92,7 +99,11 @@ bool convert_into(From value, c10::ScalarType to, void* out) {
 // The bytes of `n` in `to`, as `c10::convert` (torch's casts, no range check) gives them;
 // what Python's `kernels.scalar_bytes` gives for the same number.
 bool number_bytes(const Number& n, c10::ScalarType to, void* out) {
-  return with_value(n, [&](auto value) { return convert_into(value, to, out); });
+  return with_value(n, [&](auto value) {
+    return store_as(to, out, [&](auto as) {
+      return c10::convert<typename decltype(as)::type>(value);
+    });
+  });
 }
 
 // `n` as `Scalar::to` converts it into `to` (c10::checked_convert: false where it would
@@ -109,16 +120,7 @@ bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
     return false;
   }
   try {
-    switch (to) {
-#define MYDEV_CHECKED(T, name)                  \
-  case c10::ScalarType::name:                   \
-    *static_cast<T*>(out) = scalar.to<T>();     \
-    return true;
-      AT_FORALL_SCALAR_TYPES_WITH_COMPLEX(MYDEV_CHECKED)
-#undef MYDEV_CHECKED
-      default:
-        return false;
-    }
+    return store_as(to, out, [&](auto as) { return scalar.to<typename decltype(as)::type>(); });
   } catch (const c10::Error&) {
     return false;
   }
