@@ -44,21 +44,58 @@ KERNELS: dict[str, Callable] = {
 _library: torch.library.Library | None = None
 
 
+# A call's key -> the compile its first call waited for: a repeat while that compile runs
+# goes straight to CPU's kernel instead of planning again to meet the same missing loop.
+_waiting: dict[tuple, compiler.Job] = {}
+
+
+def _part(value: Any) -> Any:
+    """What of one argument can choose a loop: a tensor's layout key, a number's type."""
+    if isinstance(value, torch.Tensor):
+        signature = _C._signature(value)
+        return (value.dtype, value.shape) if signature is None else signature[0]
+    if isinstance(value, (bool, int, float, complex)):
+        return type(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_part(item) for item in value)
+    return (
+        value
+        if isinstance(value, (str, torch.dtype, torch.device, torch.memory_format))
+        else type(value)
+    )
+
+
 def _served(name: str, fn: Callable) -> Callable:
     """``fn``, except that a call whose loop is still compiling (``kernels.compiler``: a
     first use with no numba cache) runs through CPU's kernel on aliases of its mydev
-    buffers: CPU's exact bits, not counted in ``fallback_stats``. A call in a dtype the
-    native kernels lack (``NotNative``: uint16/32/64, float8, complex32) goes the same way,
-    counted: CPU computes it or raises its own error."""
+    buffers: CPU's exact bits, not counted in ``fallback_stats``. A repeat of that call
+    (the same op, layouts and number types) goes there directly until the compile it met
+    is done. A call in a dtype the native kernels lack (``NotNative``: uint16/32/64,
+    float8, complex32) goes the same way, counted: CPU computes it or raises its own
+    error."""
     base, _, overload = name.partition(".")
     op = getattr(getattr(torch.ops.aten, base), overload or "default")
 
+    def on_cpu(args: tuple, kwargs: dict) -> Any:
+        compiler.served_on_cpu(name)
+        return fallback.run_on_cpu(op, args, kwargs, count=False)
+
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        key = None
+        if _waiting:
+            if not compiler.pending():
+                _waiting.clear()
+            else:
+                key = (name, _part(args), _part(tuple(kwargs.items())))
+                job = _waiting.get(key)
+                if job is not None and compiler.pending(job):
+                    return on_cpu(args, kwargs)
         try:
             return fn(*args, **kwargs)
-        except NotCompiled:
-            compiler.served_on_cpu(name)
-            return fallback.run_on_cpu(op, args, kwargs, count=False)
+        except NotCompiled as error:
+            if error.job is not None:
+                _waiting[key or (name, _part(args), _part(tuple(kwargs.items())))] = error.job
+            return on_cpu(args, kwargs)
         except NotNative:
             return fallback.run_on_cpu(op, args, kwargs)
 
