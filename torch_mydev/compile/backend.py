@@ -126,12 +126,9 @@ class CppWrapperCodegen(CppWrapperCpu):
     """Inductor's C++ wrapper for CPU (``cpp_wrapper=True``), made for mydev graphs."""
 
     @staticmethod
-    def create(
-        is_subgraph: bool,
-        subgraph_name: str | None,
-        parent_wrapper: _PythonWrapper | None,
-        partition_signatures: Any = None,
-    ) -> CppWrapperCpu:
+    def create(*args: Any, **kwargs: Any) -> CppWrapperCpu:
+        """A new wrapper; inductor's factory arguments (``is_subgraph``, ...) change nothing
+        here, as in ``CppWrapperCpu.create``."""
         return CppWrapperCodegen()
 
     @staticmethod

@@ -50,29 +50,13 @@ class MydevInterface(CpuInterface):
         finally:
             torch.mydev._maybe_exchange_device(previous)
 
-    @staticmethod
-    def current_device() -> int:
-        return torch.mydev.current_device()
-
-    @staticmethod
-    def set_device(device: Any) -> None:
-        torch.mydev.set_device(device)
-
-    @staticmethod
-    def device_count() -> int:
-        return torch.mydev.device_count()
-
-    @staticmethod
-    def exchange_device(device: int) -> int:
-        return torch.mydev._exchange_device(device)
-
-    @staticmethod
-    def maybe_exchange_device(device: int) -> int:
-        return torch.mydev._maybe_exchange_device(device)
-
-    @staticmethod
-    def synchronize(device: Any = None) -> None:
-        torch.mydev.synchronize(device)
+    # torch.mydev's own functions (this module is imported after torch.mydev is made)
+    current_device = staticmethod(torch.mydev.current_device)
+    set_device = staticmethod(torch.mydev.set_device)
+    device_count = staticmethod(torch.mydev.device_count)
+    exchange_device = staticmethod(torch.mydev._exchange_device)
+    maybe_exchange_device = staticmethod(torch.mydev._maybe_exchange_device)
+    synchronize = staticmethod(torch.mydev.synchronize)
 
     @staticmethod
     def is_triton_capable(device: Any = None) -> bool:

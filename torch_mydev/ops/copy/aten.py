@@ -207,27 +207,16 @@ class CopyEntry:
         stacklevel: int,
     ) -> None:
         """Copy ``src`` into ``dst`` (two storages that cannot overlap): nothing for no
-        elements, the complex-to-real warning, then ``move``."""
-        if self.numel == 0:
-            return
-        if self.complex_to_real:
-            warn_complex_to_real(stacklevel + 1)
-        self.move(dst, dst_start, dst_bytes, src, src_start, src_bytes)
-
-    def move(
-        self,
-        dst: torch.Tensor,
-        dst_start: int,
-        dst_bytes: int,
-        src: torch.Tensor,
-        src_start: int,
-        src_bytes: int,
-    ) -> None:
-        """Move the bytes: the prepared same-dtype kernel on raw memory, else ``copy_strided``.
+        elements, the complex-to-real warning, then the bytes: the prepared same-dtype
+        kernel on raw memory, else ``copy_strided``.
 
         ``*_start`` is the address of element 0 of each tensor and ``*_bytes`` the bytes its
         storage holds from there, so the kernel can check the plan stays inside it.
         """
+        if self.numel == 0:
+            return
+        if self.complex_to_real:
+            warn_complex_to_real(stacklevel + 1)
         prepared = self.prepared
         if prepared is None or not prepared.run(dst_start, dst_bytes, src_start, src_bytes):
             run_plan(self.plan, dst, src)
@@ -270,19 +259,14 @@ def entry_for(
 
 def _new_entry(key: tuple) -> CopyEntry:
     """Make the entry of ``key`` (a cache miss) and remember it; errors are not remembered."""
-    entry = _make_entry(*key)
+    entry = _make_entry(key)
     _entries.put(key, entry)
     return entry
 
 
-def _make_entry(
-    dst_sizes: Sequence[int],
-    dst_strides: Sequence[int],
-    dst_dtype: torch.dtype,
-    src_sizes: Sequence[int],
-    src_strides: Sequence[int],
-    src_dtype: torch.dtype,
-) -> CopyEntry:
+def _make_entry(key: tuple) -> CopyEntry:
+    """The entry of ``entry_for``'s ``key`` (its six arguments)."""
+    dst_sizes, dst_strides, dst_dtype, src_sizes, src_strides, src_dtype = key
     dst_sizes, dst_strides = tuple(dst_sizes), tuple(dst_strides)
     src_sizes, src_strides = tuple(src_sizes), tuple(src_strides)
     if layout.has_internal_overlap(dst_sizes, dst_strides) is layout.MemOverlap.YES:
@@ -321,14 +305,12 @@ def _copy_shared(self: torch.Tensor, src: torch.Tensor, entry: CopyEntry) -> tor
     overlap = layout.get_overlap_status(_mem_range(self), _mem_range(src))
     if overlap is layout.MemOverlapStatus.PARTIAL:
         raise RuntimeError(_PARTIAL_OVERLAP)
-    if entry.complex_to_real:
-        warn_complex_to_real(3)
     if overlap is layout.MemOverlapStatus.TOO_HARD:
         # torch allows it and reads whatever its loop order leaves; we read from a private
         # copy instead, so every element gets the value src had before the copy.
         src = src.clone()  # a new, dense tensor: clone's own copy cannot overlap
         entry = copy_entry(self, src)
-    entry.move(self, *_span(self), src, *_span(src))
+    entry.run(self, *_span(self), src, *_span(src), stacklevel=3)
     return self
 
 

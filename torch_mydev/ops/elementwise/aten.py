@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -349,25 +350,17 @@ def general_where(condition: Arg, self: Arg, other: Arg, out: torch.Tensor | Non
 # ---- families ----------------------------------------------------------------------------------
 
 
-def _arithmetic(
-    name: str,
-    self: Arg,
-    other: Arg,
-    *,
-    alpha: Number = 1,
-    rounding_mode: str | None = None,
-    out: torch.Tensor | None = None,
-    inplace: bool = False,
-) -> torch.Tensor:
+def _arithmetic(name: str, self: Arg, other: Arg, **options: Any) -> torch.Tensor:
     """add, sub, mul and div: the cached entry of the call signature (functional and in-place
-    forms), else ``general.general_arithmetic``."""
-    if out is None or inplace:
+    forms), else ``general.general_arithmetic``, whose keyword arguments ``options`` are
+    (``alpha``, ``rounding_mode``, ``out``, ``inplace``)."""
+    inplace = options.get("inplace", False)
+    if inplace or options.get("out") is None:
+        rounding_mode, alpha = options.get("rounding_mode"), options.get("alpha", 1)
         result = fast_binary(name, rounding_mode, self, other, alpha, inplace)
         if result is not None:
             return result
-    return general.general_arithmetic(
-        name, self, other, alpha=alpha, rounding_mode=rounding_mode, out=out, inplace=inplace
-    )
+    return general.general_arithmetic(name, self, other, **options)
 
 
 def _compare(

@@ -298,23 +298,14 @@ def cpu_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 # ---------------------------------------------------- ops a boxed fallback never receives
 
 
-def convolution_overrideable(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-    transposed: bool,
-    output_padding: list[int],
-    groups: int,
-) -> torch.Tensor:
-    """aten::convolution_overrideable: ``aten::convolution`` on CPU copies.
+def convolution_overrideable(*call: Any) -> torch.Tensor:
+    """aten::convolution_overrideable: ``aten::convolution`` on CPU copies, with the same
+    arguments (``input, weight, bias, stride, padding, dilation, transposed,
+    output_padding, groups``).
 
     ``aten::_convolution`` sends every backend it does not know here, and the default
     kernel (CompositeExplicitAutograd) raises, so the boxed fallback never sees it.
     """
-    call = (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     return run_on_cpu(
         torch.ops.aten.convolution.default, call, {}, "aten::convolution_overrideable"
     )
@@ -498,14 +489,6 @@ def cpu_kernel_ops() -> list[torch._ops.OpOverload]:
     return found
 
 
-def _boxed(op: torch._ops.OpOverload) -> Callable:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return run_on_cpu(op, args, kwargs)
-
-    kernel.__name__ = kernel.__qualname__ = f"cpu_kernel_{op_name(op)}"
-    return kernel
-
-
 # The ``EXPLICIT`` ops' CPU kernels for the stub's C++ path: (the op run instead, whether its
 # arguments gain ``bias_sizes`` after ``weight``), as the functions above call them.
 EXPLICIT_TARGETS: dict[str, tuple[str, bool]] = {
@@ -561,7 +544,7 @@ def register() -> None:
     )
     for op in CPU_KERNEL_OPS:
         name = op_name(op).removeprefix("aten::")
-        explicit.impl(name, _boxed(op), PYTHON_KEY)
+        explicit.impl(name, fs.op_kernel(op, run_on_cpu, "cpu_kernel"), PYTHON_KEY)
         _C._fallback_kernel(name)
     # structured functional ops: CPU's layout for non-dense inputs (fallback_structured)
     STRUCTURED_OPS[:] = fst.structured_functional_ops(

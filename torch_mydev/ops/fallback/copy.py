@@ -25,6 +25,7 @@ it moves to new CPU memory, and ``write_back`` copies what the op wrote there.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -175,7 +176,50 @@ def _restride(original: torch.Tensor, cpu: torch.Tensor) -> None:
     original.set_(storage, cpu.storage_offset(), cpu.shape, cpu.stride())
 
 
-class Copies:
+class ArgumentMap:
+    """The CPU value of each argument of one call: a mydev tensor by ``_mydev_tensor`` (once
+    per tensor: ``_once``), another device's tensor as it is (in ``passed``), a list or
+    tuple item by item, a mydev ``torch.device`` as CPU, anything else as it is.
+    ``originals`` maps each CPU tensor made back to its mydev tensor."""
+
+    originals: dict[int, torch.Tensor]
+    passed: set[int]
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            self._check(value)
+            if not is_mydev(value):
+                self.passed.add(id(value))
+                return value
+            return self._mydev_tensor(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self(item) for item in value)
+        if isinstance(value, torch.device) and value.type == DEVICE_TYPE:
+            return _CPU
+        return value
+
+    def _check(self, value: torch.Tensor) -> None:
+        """Refuse a tensor this map cannot take (nothing, by default)."""
+
+    def _mydev_tensor(self, value: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _once(
+        self,
+        value: torch.Tensor,
+        made: dict[int, torch.Tensor],
+        make: Callable[[torch.Tensor], torch.Tensor],
+    ) -> torch.Tensor:
+        """``make(value)``, made once per tensor (kept in ``made``, by id)."""
+        found = made.get(id(value))
+        if found is None:
+            found = make(value)
+            made[id(value)] = found
+            self.originals[id(found)] = value
+        return found
+
+
+class Copies(ArgumentMap):
     """CPU copies of the mydev tensors of one call, aliasing each other as they do.
 
     Each distinct tensor is copied once; tensors that share a mydev storage become views of
@@ -193,22 +237,8 @@ class Copies:
         self.originals: dict[int, torch.Tensor] = {}  # id(CPU tensor) -> mydev tensor
         self.passed: set[int] = set()  # ids of the tensors passed as they are (CPU's)
 
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            if not is_mydev(value):
-                self.passed.add(id(value))
-                return value
-            found = self.cpu.get(id(value))
-            if found is None:
-                found = self._make(value)
-                self.cpu[id(value)] = found
-                self.originals[id(found)] = value
-            return found
-        if isinstance(value, (list, tuple)):
-            return type(value)(self(item) for item in value)
-        if isinstance(value, torch.device) and value.type == DEVICE_TYPE:
-            return _CPU
-        return value
+    def _mydev_tensor(self, value: torch.Tensor) -> torch.Tensor:
+        return self._once(value, self.cpu, self._make)
 
     def _make(self, t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)

@@ -11,6 +11,7 @@ op that runs is exactly the one the caller asked for.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,17 @@ def op_name(op: torch._ops.OpOverload) -> str:
     """The qualified overload name: ``aten::add.Tensor``, or ``aten::copy_`` for the default."""
     schema = op._schema
     return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
+def op_kernel(op: torch._ops.OpOverload, run: Callable[..., Any], prefix: str) -> Callable:
+    """A torch.library kernel of ``op`` that calls ``run(op, args, kwargs)``, named
+    ``{prefix}_{op_name(op)}`` (the name a dispatcher trace shows)."""
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return run(op, args, kwargs)
+
+    kernel.__name__ = kernel.__qualname__ = f"{prefix}_{op_name(op)}"
+    return kernel
 
 
 def returns_view(schema: torch._C.FunctionSchema) -> bool:

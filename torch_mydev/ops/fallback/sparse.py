@@ -172,25 +172,13 @@ def _run(op_info: fs.OpInfo, values: list[Any], device: torch.device, copies: bo
     return mapped[0] if n == 1 else tuple(mapped)
 
 
+def _redispatch(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+    return redispatch_cpu(op, *args, **kwargs)
+
+
 def sparse_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     """The boxed ``SparsePrivateUse1`` fallback: ``run_sparse`` (CPU's kernel on aliases)."""
     return run_sparse(op, args, kwargs)
-
-
-def _metadata_kernel(op: torch._ops.OpOverload) -> Callable:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return redispatch_cpu(op, *args, **kwargs)
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse_generic_{fs.op_name(op)}"
-    return kernel
-
-
-def _cpu_kernel(op: torch._ops.OpOverload) -> Callable:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return run_sparse(op, args, kwargs)
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse_cpu_{fs.op_name(op)}"
-    return kernel
 
 
 def _compressed_layout(name: str, args: tuple, kwargs: dict) -> torch.layout:
@@ -263,10 +251,11 @@ def register() -> None:
     boxed.fallback(sparse_fallback, "SparsePrivateUse1")
     boxed.fallback(_refuse_compressed, "SparseCsrPrivateUse1")
     explicit = torch.library.Library("aten", "IMPL")
+    key = "SparsePrivateUse1"
     for name in METADATA:
-        explicit.impl(name, _metadata_kernel(_overload(name)), "SparsePrivateUse1")
+        explicit.impl(name, fs.op_kernel(_overload(name), _redispatch, "sparse_generic"), key)
     for name in composite_ops():
-        explicit.impl(name, _cpu_kernel(_overload(name)), "SparsePrivateUse1")
+        explicit.impl(name, fs.op_kernel(_overload(name), run_sparse, "sparse_cpu"), key)
     for name in TO_COO:  # the layout asked for is checked before CPU runs
         for key in ("PrivateUse1", "SparsePrivateUse1"):
             explicit.impl(name, _to_sparse(_overload(name)), key)

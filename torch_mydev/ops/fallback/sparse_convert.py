@@ -106,7 +106,7 @@ def materialize(value: Any) -> None:
             value.data_ptr()
 
 
-class SparseArgs:
+class SparseArgs(fc.ArgumentMap):
     """The CPU side of one sparse call: aliases (or, with ``copies``, copies) of its tensors.
 
     Dense mydev tensors go through ``fallback.copy.Aliases`` / ``Copies`` (one CPU storage
@@ -120,25 +120,13 @@ class SparseArgs:
         self.originals: dict[int, torch.Tensor] = {}  # id(CPU sparse) -> mydev sparse
         self.passed: set[int] = set()  # ids of the CPU tensors passed as they are
 
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            _check_layout(value)
-            if value.device.type != DEVICE:
-                self.passed.add(id(value))
-                return value
-            if value.layout == torch.strided:
-                return self.dense(value)
-            found = self.sparse.get(id(value))
-            if found is None:
-                found = self._sparse_to_cpu(value)
-                self.sparse[id(value)] = found
-                self.originals[id(found)] = value
-            return found
-        if isinstance(value, (list, tuple)):
-            return type(value)(self(item) for item in value)
-        if isinstance(value, torch.device) and value.type == DEVICE:
-            return _CPU
-        return value
+    def _check(self, value: torch.Tensor) -> None:
+        _check_layout(value)
+
+    def _mydev_tensor(self, value: torch.Tensor) -> torch.Tensor:
+        if value.layout == torch.strided:
+            return self.dense(value)
+        return self._once(value, self.sparse, self._sparse_to_cpu)
 
     def _sparse_to_cpu(self, t: torch.Tensor) -> torch.Tensor:
         """A CPU sparse tensor over (aliases of) ``t``'s indices and values."""
