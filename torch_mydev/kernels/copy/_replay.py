@@ -35,9 +35,10 @@ def pack(shape, dst_units: int, src_units: int, width: int, tail: tuple, dst_str
 
 
 @numba.njit(inline="always", **JIT)
-def _copy_words(params, ndim):
+def _copy_words(params):
     """A copy block's 7 head words, ``shape``, ``dst_strides`` and ``src_strides``."""
     head = numba.carray(_pointer_of(params, np.int64), 7)
+    ndim = head[0]
     shape = numba.carray(_pointer_of(params + 56, np.int64), ndim)
     dst_strides = numba.carray(_pointer_of(params + 56 + 8 * ndim, np.int64), ndim)
     src_strides = numba.carray(_pointer_of(params + 56 + 16 * ndim, np.int64), ndim)
@@ -63,33 +64,22 @@ def strided_entry(loop: str, unit_t: type) -> int:
     if loop == "range":
 
         def range_replay(dst, src, unused, params):
-            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            h, shape, ds, ss = _copy_words(params, ndim)
+            h, shape, ds, ss = _copy_words(params)
             lane = numba.carray(_pointer_of(dst, unit_t), 0)
             copy_range_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5])
             return 0
 
         body = range_replay
-    elif loop == "tiles":
-
-        def tiles_replay(dst, src, unused, params):
-            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            h, shape, ds, ss = _copy_words(params, ndim)
-            lane = numba.carray(_pointer_of(dst, unit_t), 0)
-            copy_tiles_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
-            return 0
-
-        body = tiles_replay
     else:
+        walk = copy_tiles_at if loop == "tiles" else copy_planes_at
 
-        def planes_replay(dst, src, unused, params):
-            ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            h, shape, ds, ss = _copy_words(params, ndim)
+        def blocks_replay(dst, src, unused, params):
+            h, shape, ds, ss = _copy_words(params)
             lane = numba.carray(_pointer_of(dst, unit_t), 0)
-            copy_planes_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            walk(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
             return 0
 
-        body = planes_replay
+        body = blocks_replay
     return c_entry(body, strided_entry, (loop, unit_t))
 
 

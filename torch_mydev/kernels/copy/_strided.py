@@ -37,6 +37,7 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer
 from torch_mydev.kernels.jit._seal import seal
 
 
@@ -161,17 +162,6 @@ def copy_tiles(
         s_off += b0 * ss0
         for i1 in range(t1 * tile, min(t1 * tile + tile, n1)):
             _copy_run(dst, d_off + i1 * ds1, ds0, src, s_off + i1 * ss1, ss0, n, width)
-
-
-@intrinsic
-def _pointer(typingctx, address, like):
-    """``address`` (an integer) as a pointer to elements of ``like``'s dtype."""
-    pointer = types.CPointer(like.dtype)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(pointer))
-
-    return pointer(address, like), codegen
 
 
 @njit(cache=True, nogil=True)

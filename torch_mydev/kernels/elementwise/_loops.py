@@ -45,6 +45,7 @@ from torch_mydev.kernels.elementwise._rules import (
     zero_of,
 )
 from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.reduction._walks import count_above
 
 # ---- rows --------------------------------------------------------------------------------------
 
@@ -55,14 +56,6 @@ def _ix(offset, i, stride):
     and unsigned ones spare numba's negative-index wraparound test per element (with it the
     1K-element add ran about 4x slower and did not vectorise)."""
     return uint64(offset) + uint64(i) * uint64(stride)
-
-
-@njit(**JIT)
-def _row_count(shape):
-    rows = 1
-    for d in range(1, shape.shape[0]):
-        rows *= shape[d]
-    return rows
 
 
 @njit(**JIT)
@@ -146,7 +139,7 @@ def binary_kernel(op, out, a, b, base, strides, shape, alpha, fmt, out_fmt, mid,
     offsets = base.copy()
     counter = np.zeros(shape.shape[0], np.int64)
     n = shape[0]
-    for _ in range(_row_count(shape)):
+    for _ in range(count_above(shape, 1)):
         status = _binary_row(
             op,
             out,
@@ -196,7 +189,7 @@ def compare_kernel(op, out, a, b, base, strides, shape, fmt):
     offsets = base.copy()
     counter = np.zeros(shape.shape[0], np.int64)
     n = shape[0]
-    for _ in range(_row_count(shape)):
+    for _ in range(count_above(shape, 1)):
         _compare_row(
             op,
             out,
@@ -231,7 +224,7 @@ def unary_kernel(op, out, a, base, strides, shape, fmt):
     offsets = base.copy()
     counter = np.zeros(shape.shape[0], np.int64)
     n = shape[0]
-    for _ in range(_row_count(shape)):
+    for _ in range(count_above(shape, 1)):
         _unary_row(op, out, offsets[0], strides[0, 0], a, offsets[1], strides[1, 0], n, fmt)
         _next_row(counter, offsets, strides, shape)
     return 0
@@ -243,7 +236,7 @@ def where_kernel(out, cond, a, b, base, strides, shape):
     offsets = base.copy()
     counter = np.zeros(shape.shape[0], np.int64)
     n = shape[0]
-    for _ in range(_row_count(shape)):
+    for _ in range(count_above(shape, 1)):
         o, c, ia, ib = offsets[0], offsets[1], offsets[2], offsets[3]
         so, sc, sa, sb = strides[0, 0], strides[1, 0], strides[2, 0], strides[3, 0]
         for i in range(n):
@@ -262,7 +255,7 @@ def fill_kernel(out, value, base, strides, shape):
     counter = np.zeros(shape.shape[0], np.int64)
     n = shape[0]
     v = value[0]
-    for _ in range(_row_count(shape)):
+    for _ in range(count_above(shape, 1)):
         o = offsets[0]
         so = strides[0, 0]
         for i in range(n):

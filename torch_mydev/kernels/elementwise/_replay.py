@@ -15,8 +15,9 @@ import numba
 import numpy as np
 
 from torch_mydev.kernels.elementwise._loops import binary_at, compare_at, unary_at
-from torch_mydev.kernels.jit._replay_abi import c_entry
+from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
+from torch_mydev.kernels.jit._seal import seal
 
 META_WORDS = 8
 
@@ -35,6 +36,16 @@ def pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -
         raw = np.frombuffer(np.asarray(value).tobytes(), dtype=np.uint8)
         params.view(np.uint8)[8 * head : 8 * head + raw.size] = raw
     return params
+
+
+@numba.njit(inline="always", **JIT)
+def _words(params, rows):
+    """A block's ``ndim``, ``meta``, ``shape`` and ``strides`` (``rows`` of them)."""
+    ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
+    meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
+    shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
+    strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (rows, ndim))
+    return ndim, meta, shape, strides
 
 
 def block_of(kind: str, args: tuple) -> tuple[int, np.ndarray]:
@@ -63,10 +74,7 @@ def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
     """The address of ``binary_at``'s C entry for these lane types and compute value type."""
 
     def binary_replay(out, a, b, params):
-        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
-        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
-        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (3, ndim))
+        ndim, meta, shape, strides = _words(params, 3)
         value = numba.carray(_pointer_of(params + 72 + 32 * ndim, value_t), 1)[0]
         out_lane = numba.carray(_pointer_of(out, out_t), 0)
         a_lane = numba.carray(_pointer_of(a, a_t), 0)
@@ -81,10 +89,7 @@ def compare_entry(out_t: type, a_t: type) -> int:
     """The address of ``compare_at``'s C entry for these lane types."""
 
     def compare_replay(out, a, b, params):
-        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
-        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
-        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (3, ndim))
+        _, meta, shape, strides = _words(params, 3)
         out_lane = numba.carray(_pointer_of(out, out_t), 0)
         a_lane = numba.carray(_pointer_of(a, a_t), 0)
         return compare_at(out, a, b, out_lane, a_lane, meta, strides, shape)
@@ -97,11 +102,11 @@ def unary_entry(lane_t: type) -> int:
     """The address of ``unary_at``'s C entry for this lane type (``b`` is ignored)."""
 
     def unary_replay(out, a, b, params):
-        ndim = numba.carray(_pointer_of(params, np.int64), 1)[0]
-        meta = numba.carray(_pointer_of(params + 8, np.int64), META_WORDS)
-        shape = numba.carray(_pointer_of(params + 72, np.int64), ndim)
-        strides = numba.carray(_pointer_of(params + 72 + 8 * ndim, np.int64), (2, ndim))
+        _, meta, shape, strides = _words(params, 2)
         lane = numba.carray(_pointer_of(out, lane_t), 0)
         return unary_at(out, a, lane, meta, strides, shape)
 
     return c_entry(unary_replay, unary_entry, (lane_t,))
+
+
+seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

@@ -29,11 +29,13 @@ def c_entry(body: Callable, maker: Callable, args: tuple) -> int:
 
 
 @intrinsic
-def pointer_of(typingctx, address, cls):
-    """``address`` as a pointer to elements of the number class ``cls`` (``np.float32``)."""
-    pointer = types.CPointer(cls.instance_type)
+def pointer_of(typingctx, address, like):
+    """``address`` (an integer) as a pointer to elements of ``like``: an array's dtype, or
+    a number class (``np.float32``)."""
+    element = like.dtype if isinstance(like, types.Array) else like.instance_type
+    pointer = types.CPointer(element)
 
     def codegen(context, builder, signature, args):
         return builder.inttoptr(args[0], context.get_value_type(pointer))
 
-    return pointer(address, cls), codegen
+    return pointer(address, like), codegen

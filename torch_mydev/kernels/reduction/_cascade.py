@@ -35,8 +35,8 @@ from torch_mydev.kernels.elementwise._rules import (
 )
 from torch_mydev.kernels.jit._seal import seal
 from torch_mydev.kernels.reduction._walks import (
+    count_above,
     first_two,
-    loop_count,
     next_loop,
     next_output,
     offset_of,
@@ -107,6 +107,16 @@ def _vadd(acc, k, inp, off, lanes, mode, fmt):
             acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
 
 
+@njit(**_JIT, inline="always")
+def _add_rows(acc, inp, base, begin, end, row_stride, col_stride, nrows, lanes, mode, fmt):
+    """Rows ``begin`` to ``end`` (exclusive) of ``nrows`` columns into level 0 of ``acc``,
+    one row after another, as ``multi_row_sum``'s loops add them."""
+    for i in range(begin, end):
+        row = base + i * row_stride
+        for k in range(nrows):
+            _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
+
+
 @njit(**_JIT)
 def _ceil_log2(x):
     if x <= 2:
@@ -131,10 +141,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
         for k in range(nrows):
             for lane in range(lanes):
                 acc[0, k, lane] = 0
-        for i in range(size):
-            row = base + i * row_stride
-            for k in range(nrows):
-                _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
+        _add_rows(acc, inp, base, 0, size, row_stride, col_stride, nrows, lanes, mode, fmt)
         for k in range(nrows):
             for lane in range(lanes):
                 acc[0, k, lane] += 0  # -0.0 becomes +0.0 there as well
@@ -145,11 +152,9 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
                 acc[j, k, lane] = 0
     i = 0
     while i + level_step <= size:
-        for _ in range(level_step):
-            row = base + i * row_stride
-            for k in range(nrows):
-                _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
-            i += 1
+        _add_rows(acc, inp, base, i, i + level_step, row_stride, col_stride, nrows, lanes, mode,
+                  fmt)  # fmt: skip
+        i += level_step
         for j in range(1, 4):
             for k in range(nrows):
                 for lane in range(lanes):
@@ -157,11 +162,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
                     acc[j - 1, k, lane] = 0
             if (i & (level_mask << (j * level_power))) != 0:
                 break
-    while i < size:
-        row = base + i * row_stride
-        for k in range(nrows):
-            _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
-        i += 1
+    _add_rows(acc, inp, base, i, size, row_stride, col_stride, nrows, lanes, mode, fmt)
     for j in range(1, 4):
         for k in range(nrows):
             for lane in range(lanes):
@@ -363,7 +364,7 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     acc = np.zeros((4, 4, lanes), dtype=token.dtype)  # the sums' scratch, made once
     size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
     idx = np.zeros(shape.shape[0], dtype=np.int64)
-    for _ in range(loop_count(shape)):
+    for _ in range(count_above(shape, 2)):
         obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
                acc, token[0])  # fmt: skip

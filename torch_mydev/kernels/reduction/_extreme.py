@@ -28,14 +28,7 @@ from numba import njit, uint64
 
 from torch_mydev.kernels.copy._strided import _pointer
 from torch_mydev.kernels.jit._seal import seal
-from torch_mydev.kernels.reduction._walks import (
-    first_two,
-    loop_count,
-    next_loop,
-    next_output,
-    offset_of,
-    output_count,
-)
+from torch_mydev.kernels.reduction import _walks as walks
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -136,15 +129,15 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     start = -np.inf if is_max else np.inf
     idx = np.zeros(shape.shape[0], dtype=np.int64)
-    for _ in range(output_count(shape, ostrides)):  # output_base().fill_(ident)
-        out[offset_of(idx, ostrides, 0)] = start
-        next_output(idx, shape, ostrides)
+    for _ in range(walks.output_count(shape, ostrides)):  # output_base().fill_(ident)
+        out[walks.offset_of(idx, ostrides, 0)] = start
+        walks.next_output(idx, shape, ostrides)
     acc = np.empty(4 * vec, dtype=nans.dtype)
-    size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
-    for _ in range(loop_count(shape)):  # idx is all zeros again
-        obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
+    size0, os0, is0, size1, os1, is1 = walks.first_two(shape, ostrides, istrides)
+    for _ in range(walks.count_above(shape, 2)):  # idx is all zeros again
+        obase, ibase = walks.offset_of(idx, ostrides, 2), walks.offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans, acc)
-        next_loop(idx, shape)
+        walks.next_loop(idx, shape)
 
 
 seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

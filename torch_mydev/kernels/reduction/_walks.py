@@ -47,10 +47,11 @@ def next_output(idx, shape, ostrides):
 
 
 @njit(**_INLINE)
-def loop_count(shape):
-    """The 2-D loop calls ``serial_for_each`` makes: one per index of the dims above two."""
+def count_above(shape, first):
+    """The product of ``shape[first:]``: the rows of an elementwise walk (``first`` 1), or
+    the 2-D loop calls ``serial_for_each`` makes (``first`` 2: one per index above two)."""
     total = 1
-    for d in range(2, shape.shape[0]):
+    for d in range(first, shape.shape[0]):
         total *= shape[d]
     return total
 
