@@ -80,13 +80,16 @@ def _served(name: str, fn: Callable) -> Callable:
         compiler.served_on_cpu(name)
         return fallback.run_on_cpu(op, args, kwargs, count=False)
 
+    def call_key(args: tuple, kwargs: dict) -> tuple:
+        return (name, _part(args), _part(tuple(kwargs.items())))
+
     def kernel(*args: Any, **kwargs: Any) -> Any:
         key = None
         if _waiting:
             if not compiler.pending():
                 _waiting.clear()
             else:
-                key = (name, _part(args), _part(tuple(kwargs.items())))
+                key = call_key(args, kwargs)
                 job = _waiting.get(key)
                 if job is not None and compiler.pending(job):
                     return on_cpu(args, kwargs)
@@ -94,7 +97,7 @@ def _served(name: str, fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except NotCompiled as error:
             if error.job is not None:
-                _waiting[key or (name, _part(args), _part(tuple(kwargs.items())))] = error.job
+                _waiting[key or call_key(args, kwargs)] = error.job
             return on_cpu(args, kwargs)
         except NotNative:
             return fallback.run_on_cpu(op, args, kwargs)

@@ -31,6 +31,16 @@ class Seen(event.Listener):
         if func.__module__.startswith("torch_mydev") and not failed:
             compiles.append(func.__qualname__)
 
+def compile_child():  # the compiler's child process, once the worker has started it
+    import time
+    for _ in range(600):
+        with compiler._lock:
+            child = compiler._child
+        if child is not None:
+            return child
+        time.sleep(0.05)
+    raise AssertionError("the compiler started no child")
+
 def check(name, fn, *inputs):
     expected = fn(*inputs)
     got = fn(*[t.to("mydev") for t in inputs])
@@ -156,12 +166,7 @@ _CHILD_KILLED = """
 import signal, time
 x = torch.randn(64, 32)
 check("neg", torch.neg, x)
-for _ in range(600):  # the worker starts its child at once; wait for it to exist
-    with compiler._lock:
-        child = compiler._child
-    if child is not None:
-        break
-    time.sleep(0.05)
+child = compile_child()
 child.send_signal(signal.SIGKILL)  # what ending it from outside does: not the job's failure
 assert compiler.wait(timeout=540), compiler.stats()
 stats = compiler.stats()
@@ -218,12 +223,7 @@ _KILLED_PARENT = """
 import time
 x = torch.randn(64, 32)
 check("abs", torch.abs, x)
-for _ in range(600):
-    with compiler._lock:
-        child = compiler._child
-    if child is not None:
-        break
-    time.sleep(0.05)
+child = compile_child()
 print(child.pid, flush=True)
 time.sleep(600)  # killed by the test meanwhile
 """
@@ -323,12 +323,7 @@ _PRIORITY_AND_CTRL_C = """
 import os, signal, time
 x = torch.randn(64, 32)
 check("abs", torch.abs, x)
-for _ in range(600):
-    with compiler._lock:
-        child = compiler._child
-    if child is not None:
-        break
-    time.sleep(0.05)
+child = compile_child()
 # It takes the CPU only when nothing else wants it, and stays in the user's session: a
 # session of its own is a scheduler autogroup of its own, which Linux gives half the CPU.
 for _ in range(600):  # its first statement sets the policy

@@ -53,6 +53,11 @@ class NotCompiled(Exception):
         super().__init__(message)
         self.job = job
 
+    @classmethod
+    def of(cls, job: Job) -> NotCompiled:
+        """The exception of a call that waits for ``job``."""
+        return cls(f"{job[2]}{job[3]} is compiling in the background", job)
+
 
 _lock = threading.Lock()
 _wake = threading.Condition(_lock)
@@ -114,7 +119,7 @@ def _on_compile_start(event: Any) -> None:
         else:
             _submit(job)
             _skip_disk_while_pending(dispatcher)
-            raise NotCompiled(f"{job[2]}{job[3]} is compiling in the background", job)
+            raise NotCompiled.of(job)
     _local.depth = depth + 1
 
 
@@ -164,13 +169,13 @@ def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args
     depth = getattr(_local, "depth", 0)
     waits = mode == "background" and depth == 0 and job not in _failed and job not in _done
     if waits and job in _pending:  # the child is at it: no need to look on disk
-        raise NotCompiled(f"{job[2]}{args} is compiling in the background", job)
+        raise NotCompiled.of(job)
     cfunc = CFunc(body, sigutils.normalize_signature(signature), locals={}, options=options)
     cfunc.enable_caching()
     key_cache(cfunc)  # keyed by all the kernels' sources, as every loop's cache is
     if waits and not _on_disk(cfunc):
         _submit(job)
-        raise NotCompiled(f"{job[2]}{args} is compiling in the background", job)
+        raise NotCompiled.of(job)
     _local.depth = depth + 1  # the loops it calls compile here too, if they must
     try:
         cfunc.compile()
@@ -248,8 +253,8 @@ def _work() -> None:
 
 
 def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
-    """Run ``python -m torch_mydev.kernels.jit.compiler`` over ``batch``: the jobs it compiled,
-    and whether a signal ended it (not a failure of the jobs: they are tried again).
+    """Run the child (``_CHILD_MAIN``) over ``batch``: the jobs it compiled, and whether a
+    signal ended it (not a failure of the jobs: they are tried again).
 
     The child runs in a process group of its own, so a Ctrl-C at the terminal, which
     interrupts the user's program, does not end a compile the next run would need too. It
@@ -370,7 +375,3 @@ def _main() -> None:
             target.compile(args) if kind == "compile" else target(*args)
             done.append(job)
     sys.stdout.buffer.write(pickle.dumps(done))
-
-
-if __name__ == "__main__":
-    _main()

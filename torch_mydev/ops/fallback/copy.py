@@ -24,6 +24,7 @@ it moves to new CPU memory, and ``write_back`` copies what the op wrote there.
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -176,7 +177,7 @@ def _restride(original: torch.Tensor, cpu: torch.Tensor) -> None:
     original.set_(storage, cpu.storage_offset(), cpu.shape, cpu.stride())
 
 
-class ArgumentMap:
+class ArgumentMap(abc.ABC):
     """The CPU value of each argument of one call: a mydev tensor by ``_mydev_tensor`` (once
     per tensor: ``_once``), another device's tensor as it is (in ``passed``), a list or
     tuple item by item, a mydev ``torch.device`` as CPU, anything else as it is.
@@ -200,9 +201,11 @@ class ArgumentMap:
 
     def _check(self, value: torch.Tensor) -> None:
         """Refuse a tensor this map cannot take (nothing, by default)."""
+        return
 
+    @abc.abstractmethod
     def _mydev_tensor(self, value: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """The CPU tensor a mydev tensor argument becomes (a copy, an alias, ...)."""
 
     def _once(
         self,

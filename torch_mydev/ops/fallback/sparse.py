@@ -248,14 +248,15 @@ def register() -> None:
     if _libraries:
         return
     boxed = torch.library.Library("_", "IMPL")
-    boxed.fallback(sparse_fallback, "SparsePrivateUse1")
+    sparse_key = "SparsePrivateUse1"
+    boxed.fallback(sparse_fallback, sparse_key)
     boxed.fallback(_refuse_compressed, "SparseCsrPrivateUse1")
     explicit = torch.library.Library("aten", "IMPL")
-    key = "SparsePrivateUse1"
     for name in METADATA:
-        explicit.impl(name, fs.op_kernel(_overload(name), _redispatch, "sparse_generic"), key)
+        kernel = fs.op_kernel(_overload(name), _redispatch, "sparse_generic")
+        explicit.impl(name, kernel, sparse_key)
     for name in composite_ops():
-        explicit.impl(name, fs.op_kernel(_overload(name), run_sparse, "sparse_cpu"), key)
+        explicit.impl(name, fs.op_kernel(_overload(name), run_sparse, "sparse_cpu"), sparse_key)
     for name in TO_COO:  # the layout asked for is checked before CPU runs
         for key in ("PrivateUse1", "SparsePrivateUse1"):
             explicit.impl(name, _to_sparse(_overload(name)), key)
