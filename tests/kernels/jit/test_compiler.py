@@ -112,16 +112,19 @@ print("served", served, "queued", stats["queued"])
 """
 
 
-def _run(script: str, cache: str) -> str:
-    """``script`` after ``_PRELUDE``, in background mode with its own numba cache."""
-    env = {"NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
-    return run_python(_PRELUDE + script, env=env, timeout=600).stdout
+def _background_env(cache: str) -> dict[str, str]:
+    """Background mode with ``cache`` as the numba cache (an empty folder: a cold start)."""
+    return {"NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+
+
+def _run(script: str) -> str:
+    """``script`` after ``_PRELUDE``, in background mode with a numba cache of its own."""
+    with tempfile.TemporaryDirectory() as cache:
+        return run_python(_PRELUDE + script, env=_background_env(cache), timeout=600).stdout
 
 
 def test_first_calls_never_compile_in_the_caller_and_equal_cpu():
-    with tempfile.TemporaryDirectory() as cache:
-        out = _run(_FIRST_CALLS, cache)
-    assert out.startswith("served")
+    assert _run(_FIRST_CALLS).startswith("served")
 
 
 _TAKE_OVER = """
@@ -151,8 +154,7 @@ print("ok")
 
 
 def test_the_compiled_loop_takes_over_once_the_child_is_done():
-    with tempfile.TemporaryDirectory() as cache:
-        assert _run(_TAKE_OVER, cache).strip() == "ok"
+    assert _run(_TAKE_OVER).strip() == "ok"
 
 
 @pytest.mark.parametrize("mode", ["sync", "background"])
@@ -180,8 +182,7 @@ print("ok")
 
 
 def test_a_child_ended_from_outside_is_run_again():
-    with tempfile.TemporaryDirectory() as cache:
-        assert _run(_CHILD_KILLED, cache).strip() == "ok"
+    assert _run(_CHILD_KILLED).strip() == "ok"
 
 
 _THREADS_AND_FORK = """
@@ -215,8 +216,7 @@ print("ok")
 
 
 def test_threads_at_once_and_a_forked_child_leave_the_compiles_alone():
-    with tempfile.TemporaryDirectory() as cache:
-        assert _run(_THREADS_AND_FORK, cache).strip() == "ok"
+    assert _run(_THREADS_AND_FORK).strip() == "ok"
 
 
 _KILLED_PARENT = """
@@ -235,7 +235,7 @@ def test_the_compiler_ends_with_a_killed_program():
     import time
 
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+        env = {**os.environ, **_background_env(cache)}
         program = subprocess.Popen(
             [sys.executable, "-c", _PRELUDE + _KILLED_PARENT],
             stdout=subprocess.PIPE,
@@ -279,8 +279,7 @@ print("ok")
 
 
 def test_a_served_call_reads_no_cache_index_while_its_loop_compiles():
-    with tempfile.TemporaryDirectory() as cache:
-        assert _run(_NO_DISK_WHILE_PENDING, cache).strip() == "ok"
+    assert _run(_NO_DISK_WHILE_PENDING).strip() == "ok"
 
 
 _REPEATS_GO_STRAIGHT_TO_CPU = """
@@ -315,8 +314,7 @@ print("ok")
 def test_a_repeat_goes_straight_to_cpu_while_its_loop_compiles():
     """A repeat of a served call does not plan again to meet the same missing loop (each
     such plan cost 0.7 to 5 ms in a cold training step)."""
-    with tempfile.TemporaryDirectory() as cache:
-        assert _run(_REPEATS_GO_STRAIGHT_TO_CPU, cache).strip() == "ok"
+    assert _run(_REPEATS_GO_STRAIGHT_TO_CPU).strip() == "ok"
 
 
 _PRIORITY_AND_CTRL_C = """
@@ -348,7 +346,7 @@ print("ok")
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's SCHED_IDLE policy")
 def test_the_child_yields_the_cpu_and_ignores_the_terminals_ctrl_c():
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "TORCH_MYDEV_COMPILE": "background"}
+        env = {**os.environ, **_background_env(cache)}
         program = subprocess.run(  # a session of its own, so its SIGINT reaches no one else
             [sys.executable, "-c", _PRELUDE + _PRIORITY_AND_CTRL_C],
             capture_output=True,
