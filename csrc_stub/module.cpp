@@ -227,6 +227,8 @@ void init_replay(pybind11::module& m);
 void init_fallback(pybind11::module& m);
 // native_replay.cpp: recorded elementwise calls replayed before Python (_native_replay_*).
 void init_native_replay(pybind11::module& m);
+// numbers.cpp: _native_number_bytes, a Python number's bytes as the C++ replay converts it.
+void init_numbers(pybind11::module& m);
 // random.cpp: the lend lock of random ops and native_dropout's plain call (_rng_lend_*).
 void init_random(pybind11::module& m);
 void init_sdpa(pybind11::module& m);
@@ -243,6 +245,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   mydev::init_replay(m);
   mydev::init_fallback(m);
   mydev::init_native_replay(m);
+  mydev::init_numbers(m);
   mydev::init_random(m);
   mydev::init_sdpa(m);
   // The torch release whose headers and libraries this stub was built against.

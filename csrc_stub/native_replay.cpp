@@ -15,10 +15,9 @@
 //
 // A call's key is the layout key of its tensors (replay.cpp `layout_key`, what Python's
 // `_signature` reads) and one word: a Python number operand's type and position, and the
-// default dtype (which decides the result of an integer tensor with a float number, or an
-// integer division). The number's value is not in the key: the record says which dtype the
-// loop reads it in (`constant_dtype`), and each call converts its own value there as
-// `c10::convert` does, into the call's own stack (so threads never share it).
+// default dtype (it decides an integer tensor with a float number, or an integer division).
+// The number's value is not in the key: the record says which dtype the loop reads it in
+// (`constant_dtype`); each call converts its own value there as `c10::convert` does.
 //
 // It decides nothing: a record is what Python decided (the output's layout, the loop and
 // its parameters, the bytes each operand's storage must hold). Each record owns a copy of
@@ -596,32 +595,6 @@ void init_native_replay(pybind11::module& m) {
         return found->records.size();
       },
       "How many records the C++ replay holds for `table`");
-  m.def(
-      "_native_number_bytes",
-      [](pybind11::object value, pybind11::object dtype) {
-        Number n;
-        PyObject* v = value.ptr();
-        if (PyBool_Check(v)) {
-          n.type = c10::ScalarType::Bool;
-          n.integer = v == Py_True ? 1 : 0;
-        } else if (PyLong_Check(v)) {
-          n.type = c10::ScalarType::Long;
-          n.integer = value.cast<int64_t>();
-        } else if (PyComplex_Check(v)) {
-          n.type = c10::ScalarType::ComplexDouble;
-          n.complex = c10::complex<double>(PyComplex_RealAsDouble(v), PyComplex_ImagAsDouble(v));
-        } else {
-          TORCH_CHECK(PyFloat_Check(v), "_native_number_bytes: a bool, int, float or complex");
-          n.type = c10::ScalarType::Double;
-          n.real = PyFloat_AsDouble(v);
-        }
-        const c10::ScalarType to = dtype_or_undefined(dtype, "_native_number_bytes: dtype");
-        alignas(16) unsigned char bytes[16] = {};
-        TORCH_CHECK(number_bytes(n, to, bytes), "_native_number_bytes: unsupported dtype");
-        return pybind11::bytes(
-            reinterpret_cast<const char*>(bytes), c10::elementSize(to));
-      },
-      "The bytes the C++ replay converts a Python number to in `dtype` (for the tests)");
 }
 
 } // namespace mydev

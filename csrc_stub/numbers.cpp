@@ -4,6 +4,8 @@
 #include <c10/core/Scalar.h>
 #include <c10/util/Exception.h>
 #include <c10/util/TypeCast.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/utils/pybind.h>
 
 namespace mydev {
 
@@ -124,6 +126,38 @@ bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
   } catch (const c10::Error&) {
     return false;
   }
+}
+
+// numbers.cpp's binding: `_native_number_bytes`, the bytes `number_bytes` gives a Python
+// number in a dtype (tests/ops/test_native_replay.py checks them against Python's).
+void init_numbers(pybind11::module& m) {
+  m.def(
+      "_native_number_bytes",
+      [](pybind11::object value, pybind11::object dtype) {
+        Number n;
+        PyObject* v = value.ptr();
+        if (PyBool_Check(v)) {
+          n.type = c10::ScalarType::Bool;
+          n.integer = v == Py_True ? 1 : 0;
+        } else if (PyLong_Check(v)) {
+          n.type = c10::ScalarType::Long;
+          n.integer = value.cast<int64_t>();
+        } else if (PyComplex_Check(v)) {
+          n.type = c10::ScalarType::ComplexDouble;
+          n.complex = c10::complex<double>(PyComplex_RealAsDouble(v), PyComplex_ImagAsDouble(v));
+        } else {
+          TORCH_CHECK(PyFloat_Check(v), "_native_number_bytes: a bool, int, float or complex");
+          n.type = c10::ScalarType::Double;
+          n.real = PyFloat_AsDouble(v);
+        }
+        TORCH_CHECK(THPDtype_Check(dtype.ptr()), "_native_number_bytes: dtype is a torch.dtype");
+        const c10::ScalarType to = reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
+        alignas(16) unsigned char bytes[16] = {};
+        TORCH_CHECK(number_bytes(n, to, bytes), "_native_number_bytes: unsupported dtype");
+        return pybind11::bytes(
+            reinterpret_cast<const char*>(bytes), c10::elementSize(to));
+      },
+      "The bytes the C++ replay converts a Python number to in `dtype` (for the tests)");
 }
 
 } // namespace mydev

@@ -1,4 +1,4 @@
-"""A Python number's bytes in a tensor's dtype (``kernels.elementwise.kernel.scalar_bytes``).
+"""A Python number's bytes in a tensor's dtype (``kernels.elementwise.scalars.scalar_bytes``).
 
 Truth: torch CPU's conversion of the same number, wrapped as torch wraps it (float64 or
 complex128), then ``.to(dtype)``: the bits, NaN payloads, signed zeros, overflow to

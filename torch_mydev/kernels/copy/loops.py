@@ -165,6 +165,24 @@ def units_of(buf: np.ndarray, unit: int) -> np.ndarray:
     return buf[: buf.shape[0] - buf.shape[0] % unit].view(UNIT_LANES[unit])
 
 
+def _crossings(
+    dst_strides: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    itemsize: int,
+    src_itemsize: int | None,
+) -> list[tuple[int, int]]:
+    """The pairs ``(a, b)`` of dims 0 and 1 with dst contiguous along ``a`` and src along
+    ``b`` but not along ``a``: a transpose between the first two dims, in the order tried."""
+    src_itemsize = itemsize if src_itemsize is None else src_itemsize
+    return [
+        (a, b)
+        for a, b in ((0, 1), (1, 0))
+        if dst_strides[a] == itemsize
+        and src_strides[b] == src_itemsize
+        and src_strides[a] != src_itemsize
+    ]
+
+
 def transposed(
     shape: tuple[int, ...],
     dst_strides: tuple[int, ...],
@@ -173,17 +191,10 @@ def transposed(
     src_itemsize: int | None = None,
 ) -> tuple[int, int] | None:
     """Dims ``(a, b)`` with dst contiguous along ``a`` and src along ``b``, if worth tiling."""
-    src_itemsize = itemsize if src_itemsize is None else src_itemsize
     if len(shape) < 2 or math.prod(shape) < TILE_MIN_NUMEL:
         return None
-    for a, b in ((0, 1), (1, 0)):
-        if (
-            dst_strides[a] == itemsize
-            and src_strides[b] == src_itemsize
-            and src_strides[a] != src_itemsize
-            and shape[a] >= TILE_MIN_SIDE
-            and shape[b] >= TILE_MIN_SIDE
-        ):
+    for a, b in _crossings(dst_strides, src_strides, itemsize, src_itemsize):
+        if shape[a] >= TILE_MIN_SIDE and shape[b] >= TILE_MIN_SIDE:
             return a, b
     return None
 
@@ -202,20 +213,15 @@ def planes_pair(
     the other must have at least ``PLANES_MIN_LONG``. Strides in bytes or in units, with
     ``itemsize`` (``src_itemsize`` for a cast's source) in the same measure.
     """
-    src_itemsize = itemsize if src_itemsize is None else src_itemsize
     if len(shape) < 2:
         return None
-    for a, b in ((0, 1), (1, 0)):
-        if (
-            dst_strides[a] == itemsize
-            and src_strides[b] == src_itemsize
-            and src_strides[a] != src_itemsize
-            and dst_strides[b] != itemsize
-        ):
-            for tiny, long in ((a, b), (b, a)):
-                if shape[tiny] <= PLANES_MAX and shape[long] >= PLANES_MIN_LONG:
-                    return tiny, long
-            return None
+    for a, b in _crossings(dst_strides, src_strides, itemsize, src_itemsize):
+        if dst_strides[b] == itemsize:
+            continue
+        for tiny, long in ((a, b), (b, a)):
+            if shape[tiny] <= PLANES_MAX and shape[long] >= PLANES_MIN_LONG:
+                return tiny, long
+        return None
     return None
 
 

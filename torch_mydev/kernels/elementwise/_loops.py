@@ -26,7 +26,6 @@ from torch_mydev.kernels.elementwise._rules import (
     DIV_FLOOR,
     DIV_TRUNC,
     EQ,
-    JIT,
     MUL,
     NE,
     NEG,
@@ -44,7 +43,7 @@ from torch_mydev.kernels.elementwise._rules import (
     threshold_rule,
     zero_of,
 )
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction._walks import count_above
 
 # ---- rows --------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from torch_mydev.kernels.dtypes import (  # what a uint8 / uint16 lane holds
     HALF,
     PLAIN,
 )
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 
 # Binary arithmetic; ``sub`` is ``add`` with ``-alpha``, as ATen's sub_stub is.
 ADD = 0
@@ -49,8 +49,6 @@ GE = 5
 # Unary ops.
 NEG = 0
 ABS = 1
-
-JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 # ---- float16 / bfloat16 bit patterns ---------------------------------------------------------

@@ -9,7 +9,7 @@ fastest-first shape (0 on broadcast dims). This module
    strides into lane units, checking that every element lies inside its buffer (the loops do
    not bounds-check);
 2. converts Python numbers into the op's compute type the way ``c10::convert`` does
-   (``scalar_bytes``, through the copy kernel), e.g. ``alpha`` for ``add``;
+   (``elementwise.scalars``, through the copy kernel), e.g. ``alpha`` for ``add``;
 3. calls one of five loops: ``binary`` (add/mul/div), ``compare``, ``unary`` (neg/abs),
    ``where`` and ``fill``; from ``PARALLEL_MIN_NUMEL`` elements (``_threshold``) the same
    loops over parts of the plan on threads (``elementwise.parallel``), walking a large
@@ -23,9 +23,7 @@ machine code between processes. Python work per call is O(ndim), never per eleme
 
 from __future__ import annotations
 
-import functools
 import math
-import struct
 from collections.abc import Callable
 from types import ModuleType
 from typing import NamedTuple
@@ -37,8 +35,8 @@ from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, TILE_MIN_SIDE, parallel_allowed
 from torch_mydev.kernels.dtypes import PLAIN, SUPPORTED_DTYPES, layout_of
 from torch_mydev.kernels.elementwise.parallel import ParallelKernel, run_moves
+from torch_mydev.kernels.elementwise.scalars import compute_scalar, read_scalar, scalar_bytes
 from torch_mydev.kernels.operand import Operand
-from torch_mydev_rules.iterator.numbers import number_dtype, number_key
 
 __all__ = [
     "ARITHMETIC",
@@ -72,9 +70,6 @@ UNARY = ("neg", "abs")
 # The one dtype table (``dtypes``): ``element`` is the lane the loops read, ``fmt`` its format.
 _LAYOUTS = {dtype: layout_of(dtype) for dtype in SUPPORTED_DTYPES}
 
-# Dtypes whose lane value is already the compute value (integers widen to int64, float16 and
-# bfloat16 bits widen to float32).
-_OWN_COMPUTE = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 _REDUCED = (torch.float16, torch.bfloat16)
 # The loops the stub's replay runs (``Prepared.replay_block``).
 _REPLAYED = frozenset({"binary", "compare", "unary"})
@@ -162,7 +157,7 @@ def prepare_binary(
         # converted to float32 (``Scalar::to<float>``), not to the tensor's dtype
         scalar = scalar_bytes(alpha, torch.float32).view(np.float32)[0]
     else:
-        scalar = _compute_scalar(alpha, dtype)
+        scalar = compute_scalar(alpha, dtype)
     args = (*_tokens(lanes), meta, lane_strides, shape_, scalar)
     cheap = op in ("add", "mul", *THRESHOLDS) and dtype not in _REDUCED and not dtype.is_complex
     tile = _tile_of(lane_strides, shape_)
@@ -323,81 +318,7 @@ def fill(out: Operand, value: np.ndarray, shape: tuple[int, ...]) -> None:
         loops.fill_kernel(o, v, base, strides, shape_)
 
 
-def scalar_bytes(value: bool | int | float | complex, dtype: torch.dtype) -> np.ndarray:
-    """The bytes of ``value`` converted to ``dtype`` as ``c10::convert`` does (no range check).
-
-    The number starts as the dtype a wrapped Python number has (bool, int64, float64 or
-    complex128) and goes through the copy kernel, so integers wrap, floats truncate toward
-    zero into integers, and float64 reaches float16/bfloat16 through float32, as torch does.
-    """
-    return np.frombuffer(_cached_scalar_bytes(number_key(value), dtype), dtype=np.uint8).copy()
-
-
-def read_scalar(source: Operand, dtype: torch.dtype) -> np.ndarray:
-    """The bytes of element ``[0, ..., 0]`` of ``source`` converted to ``dtype``."""
-    return _convert(source.data, source.offset, source.dtype, dtype)
-
-
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
-    """``scalar_bytes`` by ``numbers.number_key``: the number itself, or its IEEE bytes."""
-    kind, raw = key
-    if kind is float and isinstance(raw, bytes):
-        value = struct.unpack("<d", raw)[0]
-    elif kind is complex and isinstance(raw, bytes):
-        value = complex(*struct.unpack("<dd", raw))
-    else:
-        value = raw
-    source, source_dtype = _number_array(value)
-    if (source_dtype, dtype) in _IEEE_NARROWING:
-        # one IEEE round-to-nearest conversion (what the copy kernel's loop and c10's
-        # static_cast do), without setting up a copy: a new learning rate or bias correction
-        # every step reaches here
-        with np.errstate(all="ignore"):  # overflow to infinity, NaN kept: as in C
-            return source.astype(_LAYOUTS[dtype].element).tobytes()
-    return _convert(source.view(np.uint8), 0, source_dtype, dtype).tobytes()
-
-
-# Conversions of a wrapped number's dtype that numpy's cast makes bit for bit as c10 does.
-_IEEE_NARROWING = frozenset(
-    {
-        (torch.float64, torch.float64),
-        (torch.float64, torch.float32),
-        (torch.complex128, torch.complex128),
-        (torch.complex128, torch.complex64),
-    }
-)
-
-
-def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torch.dtype]:
-    """``value`` as one element of its wrapped-number dtype (``numbers.number_dtype``)."""
-    dtype = number_dtype(value)
-    if dtype == torch.int64 and value >= 2**63:
-        # a uint64 Scalar: through float64 (c10 converts it directly)
-        return np.array([float(value)], dtype=np.float64), torch.float64
-    return np.array([value], dtype=_LAYOUTS[dtype].element), dtype
-
-
-def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) -> np.ndarray:
-    from torch_mydev.kernels.copy.kernel import copy_strided
-
-    out = np.zeros(dst.itemsize, dtype=np.uint8)
-    copy_strided(Operand(out, 0, dst, ()), Operand(data, offset, src, ()), ())
-    return out
-
-
-def _compute_scalar(value: bool | int | float | complex, dtype: torch.dtype):
-    """``value`` as the loops' compute value for ``dtype`` (``Scalar::to<scalar_t>()``)."""
-    raw = scalar_bytes(value, dtype)
-    lane = _LAYOUTS[dtype].element
-    if dtype in _REDUCED:  # widened exactly, by the copy kernel's conversion
-        return _convert(raw, 0, dtype, torch.float32).view(np.float32)[0]
-    if dtype in _OWN_COMPUTE:
-        return raw.view(lane)[0]
-    return np.int64(raw.view(lane)[0])
 
 
 def _check_dtype(dtype: torch.dtype) -> None:

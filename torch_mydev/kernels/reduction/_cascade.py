@@ -33,7 +33,7 @@ from torch_mydev.kernels.elementwise._rules import (
     float_to_half,
     half_to_float,
 )
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction._walks import (
     count_above,
     first_two,
@@ -47,8 +47,6 @@ SCALAR = 0
 PLAIN = 1
 PAIR = 2
 HALVES = 3
-
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 def load(arr, i, fmt):
@@ -90,7 +88,7 @@ def _add_store(arr, i, value, fmt):
     return plain
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _vadd(acc, k, inp, off, lanes, mode, fmt):
     """``acc[0, k, 0:lanes] +=`` one (vector) load at element ``off``."""
     if mode == SCALAR:
@@ -107,7 +105,7 @@ def _vadd(acc, k, inp, off, lanes, mode, fmt):
             acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _add_rows(acc, inp, base, begin, end, row_stride, col_stride, nrows, lanes, mode, fmt):
     """Rows ``begin`` to ``end`` (exclusive) of ``nrows`` columns into level 0 of ``acc``,
     one row after another, as ``multi_row_sum``'s loops add them."""
@@ -117,7 +115,7 @@ def _add_rows(acc, inp, base, begin, end, row_stride, col_stride, nrows, lanes, 
             _vadd(acc, k, inp, row + k * col_stride, lanes, mode, fmt)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _ceil_log2(x):
     if x <= 2:
         return 1
@@ -129,7 +127,7 @@ def _ceil_log2(x):
     return n
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, fmt, acc):
     """``multi_row_sum<acc, nrows>``: ``nrows`` columns summed over ``size`` rows in four
     cascade levels, in the scratch ``acc`` (``[4, >= nrows, >= lanes]``, of the accumulator
@@ -170,7 +168,7 @@ def multi_row_sum(inp, base, row_stride, col_stride, size, nrows, lanes, mode, f
     return acc[0, :nrows, :lanes]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
     """``row_sum``: four interleaved ``multi_row_sum`` columns, the tail into the first,
     then the four added in order; returns ``lanes`` accumulators (a view into ``acc``)."""
@@ -184,7 +182,7 @@ def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
     return partial[0]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _plain_row_sum(inp, row, size0, vec, flat, zero):
     """``vectorized_inner_sum`` of one contiguous row whose vectors hold one element a lane
     (float32, float64): ``row_sum`` over ``size0 // vec`` vectors plus the scalar tail, as
@@ -239,7 +237,7 @@ def _plain_row_sum(inp, row, size0, vec, flat, zero):
     return final
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _add_run(acc, at, inp, start, count):
     """``acc[at + m] += inp[start + m]`` for ``m < count`` (indices never negative)."""
     base = uint64(start)
@@ -247,7 +245,7 @@ def _add_run(acc, at, inp, start, count):
         acc[at + m] += inp[base + uint64(m)]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
            acc, zero):  # fmt: skip
     """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements);
@@ -313,7 +311,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
             j += 1
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _walk_outputs(out, shape, ostrides, fmt, divisor, zero):
     """Every result element of the walk once: set to 0 (``zero``) or divided by ``divisor``
     in its dtype (``div_``, a mean)."""
@@ -352,7 +350,7 @@ def _divide_store(arr, i, divisor, fmt):
     return reduced
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape, ostrides,
                istrides, fmt, vec, lanes, mode, token, divisor):  # fmt: skip
     """``cascade_sum`` over the coalesced walk ``shape`` (strides in elements, at least one

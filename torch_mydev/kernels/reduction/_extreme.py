@@ -27,13 +27,11 @@ import numpy as np
 from numba import njit, uint64
 
 from torch_mydev.kernels.copy._strided import _pointer
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction import _walks as walks
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
-
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _vop(a, b, is_max, nans):
     """``maximum(a, b)`` / ``minimum(a, b)`` of one lane."""
     if a != a or b != b:
@@ -43,7 +41,7 @@ def _vop(a, b, is_max, nans):
     return a if a < b else b
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _op(a, b, is_max, nans):
     """``max_impl(a, b)`` / ``min_impl(a, b)``."""
     if a != a or b != b:
@@ -53,7 +51,7 @@ def _op(a, b, is_max, nans):
     return b if b < a else a
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _inner(out, o, inp, i, n, vec, is_max, nans, acc):
     """``vectorized_inner_reduction``: ``n`` contiguous inputs at ``i`` into ``out[o]``."""
     width = 4 * vec
@@ -77,7 +75,7 @@ def _inner(out, o, inp, i, n, vec, is_max, nans, acc):
         out[o] = _op(out[o], inp[uint64(i + k)], is_max, nans)
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, nans, acc):
     """``vectorized_outer_reduction``: columns of ``4 * vec`` reduced down ``size0`` rows of
     stride ``is0``, each column group then combined with the output (``vop(acc, out)``);
@@ -100,7 +98,7 @@ def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, nans, acc):
             out[o + column] = _op(out[o + column], value, is_max, nans)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans,
            acc):  # fmt: skip
     """One ``binary_kernel_reduce_vec`` loop call over ``size0 x size1`` elements (strides in
@@ -119,7 +117,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max
                 out[o + r * os0] = _op(out[o + r * os0], value, is_max, nans)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape, ostrides,
                istrides, vec, is_max, nans, unused):  # fmt: skip
     """amax (``is_max``) or amin over the coalesced walk ``shape`` (strides in elements, at

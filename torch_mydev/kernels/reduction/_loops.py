@@ -33,7 +33,7 @@ from torch_mydev.kernels.elementwise._rules import (
     float_to_half,
     half_to_float,
 )
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 
 SUM = 0
 MEAN = 1
@@ -44,8 +44,6 @@ MIN = 3
 BLOCK = 4096
 # Accumulators one ``outer`` walk keeps at once (a row of the fastest kept dim).
 OUTER_CHUNK = 512
-
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 def widen(arr, i, fmt):
@@ -141,7 +139,7 @@ def _put(arr, i, value, fmt, op, divisor):
     return integer
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def combine(acc, v, op):
     """``acc`` after meeting ``v``: sum, or max/min keeping the first NaN met."""
     if op == MAX:
@@ -155,7 +153,7 @@ def combine(acc, v, op):
     return acc + v
 
 
-@njit(**_JIT, fastmath={"reassoc"})
+@njit(**JIT, fastmath={"reassoc"})
 def _sum_run(inp, off, n, stride, fmt):
     """Sum of ``n`` elements from ``off`` by ``stride``, reassociated (vectorised) in the
     wide type: at most ``BLOCK`` of them, so the rounding error stays that of a block. The
@@ -178,7 +176,7 @@ def _sum_run(inp, off, n, stride, fmt):
     return acc
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _run(inp, off, n, stride, fmt, op, acc):
     """``acc`` combined with ``n`` elements from ``off`` by ``stride``."""
     if op <= MEAN:  # SUM or MEAN
@@ -263,7 +261,7 @@ def _extreme_run(seg, op, fmt):
     return reduced
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def reduce_span(inp, base, rshape, rstrides, begin, end, fmt, op):
     """The reduction of the reduced-space elements ``begin .. end`` (linear, dim 0 fastest)
     at ``base``: row by row along reduced dim 0. ``begin < end``."""
@@ -299,7 +297,7 @@ def reduce_span(inp, base, rshape, rstrides, begin, end, fmt, op):
     return acc
 
 
-@njit(**_JIT, inline="always")
+@njit(**JIT, inline="always")
 def _kept_offsets(o, kshape, kout, kin):
     """Output and input offsets of output ``o`` (linear over the kept dims, dim 0 fastest)."""
     out_off = 0
@@ -313,7 +311,7 @@ def _kept_offsets(o, kshape, kout, kin):
     return out_off, in_off
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def inner(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
           o_begin, o_end):  # fmt: skip
     """Outputs ``o_begin .. o_end``, each over its whole reduced span."""
@@ -326,7 +324,7 @@ def inner(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_ou
         put(out, obase + out_off, acc, fmt_out, op, div)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
           o_begin, o_end):  # fmt: skip
     """Outputs whose index along kept dim 0 runs ``o_begin .. o_end``, for every index of
@@ -367,7 +365,7 @@ def outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_ou
                 put(out, ob + j * kout[0], acc[j], fmt_out, op, div)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _outer_step(acc, inp, off, stride, width, fmt, op):
     """Accumulators ``0 .. width`` meet one run of the input (as ``_sum_run``, a slice)."""
     if stride == 1:
@@ -390,7 +388,7 @@ def _outer_step(acc, inp, off, stride, width, fmt, op):
 # ---- the forms over raw addresses (output, input), called through ``_entry.entry_point`` ----
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def inner_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase, kshape,
              kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
     """``inner`` over ``out_units`` / ``in_units`` lanes at two addresses."""
@@ -399,7 +397,7 @@ def inner_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, i
     inner(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def outer_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase, kshape,
              kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b):  # fmt: skip
     """``outer`` over two addresses (as ``inner_at``)."""
@@ -408,7 +406,7 @@ def outer_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, i
     outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, a, b)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def split_part_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
                   kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div, partial,
                   p_begin, p_end):  # fmt: skip
@@ -427,7 +425,7 @@ def split_part_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, oba
             partial[p] = reduce_span(inp, ibase, rshape, rin, begin, end, fmt_in, op)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def split_store_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, obase, ibase,
                    kshape, kout, kin, rshape, rin, fmt_in, fmt_out, op, div,
                    partial):  # fmt: skip
@@ -446,7 +444,7 @@ def split_store_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, ob
     _store(out, obase, acc, fmt_out, op, div)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _store(out, i, acc, fmt, op, div):
     # ``put`` through a call: inlined into split_store_at (numba 0.68), its store to the
     # array made from an address was lost (tests/kernels/reduction/test_reduction_parallel.py).

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from torch_mydev.kernels.jit._seal import seal
+from torch_mydev.kernels.jit._seal import JIT, seal
 
-_INLINE = {"cache": True, "nogil": True, "error_model": "numpy", "inline": "always"}
+_INLINE = {**JIT, "inline": "always"}
 
 
 @njit(**_INLINE)
