@@ -46,7 +46,7 @@ endif
 # testing/_internal/py312_intrinsics.py) is skipped: its failure does not stop the set-up.
 # Test folders and transformers' model zoo are left out: nothing imports most of them, and
 # the suite writes the bytecode of what it does import.
-$(BUILT): $(DEPS) setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h)
+$(BUILT): $(DEPS) setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h csrc_stub/*/*.cpp csrc_stub/*/*.h)
 	{ $(COMPILE) -x '/tests?/|/transformers/models/' $(SITE_PACKAGES) > /dev/null || true; } & \
 	$(PIP) --no-build-isolation --no-deps -e .; status=$$?; wait; exit $$status
 	touch $@

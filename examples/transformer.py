@@ -22,7 +22,7 @@ does), every dropout mask matches CPU's: CPU's ``F.dropout`` runs ``_dropout_imp
 (aten/src/ATen/native/Dropout.cpp), which draws its ``bernoulli_`` noise into
 ``empty_like(input)``, in the input's memory order, and mydev, like CUDA, reaches
 ``native_dropout``, whose mask (``fallback.random._native_dropout``, the stub's
-``csrc_stub/random.cpp``, both CPU's ``native_dropout_cpu``) is laid out as its input too,
+``csrc_stub/ops/random.cpp``, both CPU's ``native_dropout_cpu``) is laid out as its input too,
 so ``dropout1``'s transposed input (``batch_first``) draws in the same order
 (``tests/ops/test_transformer.py``). p > 0 also moves attention from CPU's flash kernel to
 the math path (CPU's ``_fused_sdp_choice`` for dropout).

@@ -118,7 +118,7 @@ def patch_tensor_dlpack_device() -> None:
     _replace(torch.Tensor, "__dlpack_device__", make)
 
 
-# ---- backend metadata (csrc_stub/backend_meta.cpp) through deepcopy and fake tensors -------
+# ---- backend metadata (csrc_stub/runtime/backend_meta.cpp) through deepcopy and fake tensors ---
 
 _TORCH_BITS = ("conj", "neg")  # keys of get_tensor_metadata that are torch's, not the backend's
 

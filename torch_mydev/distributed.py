@@ -2,12 +2,13 @@
 
 mydev memory is host memory, so a CPU tensor over the same bytes (``_C._cpu_alias``) is the
 mydev tensor as gloo can see it. The backend is a C++ ``c10d::Backend``
-(``csrc_stub/c10d_backend.cpp``, ``_C._MydevBackend``) wrapping one ``ProcessGroupGloo`` over
-the same store: each collective hands gloo those aliases and gloo reads and writes the mydev
-buffers in place, with no copy. Only a tensor gloo cannot take as it is (not contiguous, or
-with a lazy conjugate/negative bit) goes through a contiguous CPU temporary, copied back when
-the collective has finished. Every ``Work`` reports the caller's tensors as its result and
-future value, never the aliases: DDP builds its gradient views from the future's value.
+(``csrc_stub/distributed/c10d_backend.cpp``, ``_C._MydevBackend``) wrapping one
+``ProcessGroupGloo`` over the same store: each collective hands gloo those aliases and gloo
+reads and writes the mydev buffers in place, with no copy. Only a tensor gloo cannot take as
+it is (not contiguous, or with a lazy conjugate/negative bit) goes through a contiguous CPU
+temporary, copied back when the collective has finished. Every ``Work`` reports the caller's
+tensors as its result and future value, never the aliases: DDP builds its gradient views
+from the future's value.
 
 Being a C++ backend registered on the group for the mydev device is what lets every caller
 of ``ProcessGroup::getBackend(mydev)`` find it: the functional collectives

@@ -1,5 +1,5 @@
 """The stub's C++ replay of in-place calls and calls with a Python number
-(csrc_stub/native_replay.cpp, ``ops/replay.py NATIVE``).
+(csrc_stub/replay/native_replay.cpp, ``ops/replay.py NATIVE``).
 
 Truth: torch CPU's result of the same call (values bit for bit, dtype, sizes, strides), for
 a number whose value changes between calls (the key holds its type, never its value), and

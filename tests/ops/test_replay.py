@@ -108,7 +108,7 @@ def test_steps_aside_for_what_it_cannot_check(monkeypatch) -> None:
 
 def test_the_stub_replays_before_any_python_kernel(monkeypatch) -> None:
     """A recorded call of a ``replay.NATIVE`` overload never reaches its Python kernel (on
-    PrivateUse3, csrc_stub/native_replay.cpp); any other call does."""
+    PrivateUse3, csrc_stub/replay/native_replay.cpp); any other call does."""
     replay.clear()
     x = torch.randn(4, 5).to("mydev")
     y = torch.randn(4, 5).to("mydev").t().contiguous().t()

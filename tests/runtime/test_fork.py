@@ -1,5 +1,5 @@
 """Fork poisoning and lazy initialisation (torch_mydev/runtime/lazy_init.py,
-csrc_stub/lazy_init.cpp).
+csrc_stub/runtime/lazy_init.cpp).
 
 Truth: CUDA's rules (``torch.cuda._lazy_init``, ``_is_in_bad_fork``) and OpenReg's
 ``test_device_poison_fork``: a child forked from a process that had initialised the device

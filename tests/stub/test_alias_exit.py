@@ -1,4 +1,4 @@
-"""A CPU alias dropped by a native thread while Python exits (csrc_stub/alias.cpp).
+"""A CPU alias dropped by a native thread while Python exits (csrc_stub/ops/alias.cpp).
 
 gloo's worker thread drops the aliases of a finished collective whenever it gets to it. When
 that release needs the GIL (the mydev storage has a Python object) and the thread is still

@@ -1,4 +1,4 @@
-"""Backend metadata of mydev tensors (csrc_stub/backend_meta.cpp, torch_mydev/_patches.py),
+"""Backend metadata of mydev tensors (csrc_stub/runtime/backend_meta.cpp, torch_mydev/_patches.py),
 after OpenReg's tests/test_storage.py (test_serialization, test_copy_backend_meta,
 test_serialization_metadata_preservation, test_fake_tensor_metadata_preservation*).
 

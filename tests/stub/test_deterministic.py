@@ -141,7 +141,7 @@ def test_resize_fills_only_the_new_bytes(deterministic, dtype):
 
 
 # Blocks this large are kept by the allocator for the next request of their size
-# (csrc_stub/allocator.cpp): a new tensor of that size starts on a freed block's bytes.
+# (csrc_stub/runtime/allocator.cpp): a new tensor of that size starts on a freed block's bytes.
 CACHED = _C.HUGE_PAGE_MIN_BYTES
 
 

@@ -1,4 +1,4 @@
-"""Profiling mydev: the PrivateUse1 profiler stubs (csrc_stub/profiler.cpp) make the legacy
+"""Profiling mydev: the PrivateUse1 profiler stubs (csrc_stub/runtime/profiler.cpp) make the legacy
 profiler (``torch.autograd.profiler.profile(use_device="mydev")``) quiet and its times sane,
 and ``torch.profiler.profile`` with the PrivateUse1 activity works."""
 
@@ -57,7 +57,7 @@ def test_torch_profiler_with_privateuse1_activity(capfd):
 
 
 def test_torch_default_stubs_still_warn():
-    """The assumption behind csrc_stub/profiler.cpp: without a registration, torch 2.13's
+    """The assumption behind csrc_stub/runtime/profiler.cpp: without a registration, torch 2.13's
     DefaultStubs (torch/csrc/profiler/stubs/base.cpp) fail on every op. A renamed
     PrivateUse1 backend without our stub shows it."""
     code = (

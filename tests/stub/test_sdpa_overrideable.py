@@ -1,4 +1,4 @@
-"""scaled_dot_product_attention's OVERRIDEABLE backend on mydev (csrc_stub/sdpa.cpp,
+"""scaled_dot_product_attention's OVERRIDEABLE backend on mydev (csrc_stub/ops/sdpa.cpp,
 torch_mydev/ops/fallback/sdpa.py), after OpenReg's tests/test_sdpa.py.
 
 Truth: CPU. Where CPU picks its flash kernel, mydev picks OVERRIDEABLE, whose kernels are
@@ -275,7 +275,7 @@ def _attention_with_grads(q, k, v, **kwargs):
 
 
 def test_plain_calls_run_in_the_stub_with_pythons_bits(monkeypatch):
-    """csrc_stub/sdpa.cpp runs the plain calls (4-dim operands, no dropout, no bool mask, no
+    """csrc_stub/ops/sdpa.cpp runs the plain calls (4-dim operands, no dropout, no bool mask, no
     bias gradient) as fallback/sdpa.py does: the same bits and layouts as the Python kernels
     give with every call sent to Python (the warning mode), counted under the same names;
     a call the stub leaves (a bool mask, which only a direct call passes: sdpa converts it

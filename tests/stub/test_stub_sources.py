@@ -1,5 +1,6 @@
 """The stub is built as one translation unit (csrc_stub/unity.cpp, setup.py): every source
-in csrc_stub/ must be included there, once, or its code would silently be missing."""
+in csrc_stub/ and its folders must be included there, once, or its code would silently be
+missing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ STUB = Path(__file__).resolve().parents[2] / "csrc_stub"
 
 def test_unity_includes_every_source_once() -> None:
     included = re.findall(r'^#include "([^"]+\.cpp)"$', (STUB / "unity.cpp").read_text(), re.M)
-    sources = sorted(p.name for p in STUB.glob("*.cpp") if p.name != "unity.cpp")
+    sources = sorted(
+        p.relative_to(STUB).as_posix() for p in STUB.rglob("*.cpp") if p.name != "unity.cpp"
+    )
     assert sorted(included) == sources
     assert len(set(included)) == len(included)
 

@@ -33,7 +33,7 @@ def empty_mydev(
     """An uninitialised mydev tensor from the stub's allocator (``_C._empty_strided``).
 
     Blocks of at least ``HUGE_PAGE_MIN_BYTES`` come advised for transparent huge pages
-    (``csrc_stub/allocator.cpp``); contents, sizes, strides and statistics are unaffected.
+    (``csrc_stub/runtime/allocator.cpp``); contents, sizes, strides and statistics are unaffected.
     """
     return _C._empty_strided(sizes, strides, dtype, index)
 

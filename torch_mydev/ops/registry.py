@@ -1,6 +1,6 @@
 """The table of mydev's Python kernels: which aten op each function implements.
 
-``empty.memory_format`` and ``empty_strided`` are C++ (``csrc_stub/factories.cpp``).
+``empty.memory_format`` and ``empty_strided`` are C++ (``csrc_stub/ops/factories.cpp``).
 
 The elementwise overloads come from the op-family table (``ops/elementwise/families.py``).
 """

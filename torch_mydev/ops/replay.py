@@ -5,7 +5,7 @@ The per-call path of an elementwise op (``a + b``, ``a < b``, ``-a``, ``relu(a)`
 what the signature's ``Entry`` already decided:
 allocate the output (or write ``self``), call the loop. The stub does that below Python's
 per-call cost: its C++ kernels in front of the dispatcher (``NATIVE``,
-csrc_stub/native_replay.cpp) read the tensors' layout key, find the record, check the
+csrc_stub/replay/native_replay.cpp) read the tensors' layout key, find the record, check the
 storages hold the layout, convert a Python number operand's value, allocate, and call the
 loop through a numba C entry point (``kernels/elementwise/_replay.py``, ``_replay_copy.py``);
 ``_C._replay(table, a[, b])`` does the same from Python for a functional call of tensors.
@@ -53,7 +53,7 @@ __all__ = [
 replay = _C._replay
 replay_copy = _C._replay_copy
 Record = collections.namedtuple("Record", (*_C.REPLAY_RECORD_FIELDS, "keep"))
-"""One replay record, by the field names the stub defines (csrc_stub/replay.cpp); ``keep``
+"""One replay record, by the field names the stub defines (csrc_stub/replay/replay.cpp); ``keep``
 holds the parameters' block alive while the record lives."""
 TABLE_SIZE = 4096  # records per op; a full table is emptied (records are remade on use)
 # op -> {signature key: record}; add/sub/mul, the comparisons, neg, abs, relu.
@@ -66,10 +66,10 @@ TABLES["relu"] = {}
 COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
-# What a stub kernel replays (csrc_stub/native_replay.cpp ``Kind``).
+# What a stub kernel replays (csrc_stub/replay/native_replay.cpp ``Kind``).
 ELEMENTWISE, FILL, REDUCE, CLONE, EMPTY_LIKE = 0, 1, 2, 3, 4
 
-# The overloads the stub replays before Python (csrc_stub/native_replay.cpp): overload ->
+# The overloads the stub replays before Python (csrc_stub/replay/native_replay.cpp): overload ->
 # (table, leading operands, whether an ``alpha`` argument must be 1, in place, kind). Their
 # Python kernels are registered for PrivateUse3, where the stub's kernel sends every call it
 # does not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``, ``x.fill_(1.0)``) is part

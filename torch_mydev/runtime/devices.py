@@ -3,7 +3,7 @@
 The device count comes from ``TORCH_MYDEV_DEVICE_COUNT`` (default 2), read once when the
 stub loads. As with CUDA, the current device belongs to the calling thread and starts at 0;
 ``torch.mydev.device(i)``, ``torch.accelerator.set_device_index`` and device guards all set
-the same state, kept in the stub (csrc_stub/device.cpp). As CUDA's, `current_device` and
+the same state, kept in the stub (csrc_stub/runtime/device.cpp). As CUDA's, `current_device` and
 `set_device` initialise mydev first (`torch_mydev.runtime.lazy_init`), so they raise in a forked
 child of a process that had used mydev.
 """

@@ -4,7 +4,7 @@ torch's factories call ``torch.mydev._lazy_init()`` the first time a mydev devic
 a process (``device_lazy_init`` in ``torch/csrc/utils/device_lazy_init.cpp``), as they call
 ``torch.cuda._lazy_init``. The first call marks mydev initialised (``torch.mydev._initialized``,
 which ``torch.utils.checkpoint`` and ``torch.random.fork_rng`` read) and registers torch's
-fork handler for PrivateUse1 (csrc_stub/lazy_init.cpp). A process forked after that is "in
+fork handler for PrivateUse1 (csrc_stub/runtime/lazy_init.cpp). A process forked after that is "in
 bad fork": its copy of mydev's state belongs to the parent, so, as with CUDA, using mydev
 there raises (``Cannot re-initialize mydev in forked subprocess``) and ``torch.manual_seed``
 leaves mydev's generators alone. A child forked before the parent used mydev may use it.

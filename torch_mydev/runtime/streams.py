@@ -6,7 +6,7 @@ ordering that already holds, and is always complete (``query()`` is True); waits
 synchronizations have nothing left to wait for. An event records the host time at which it
 was recorded, so ``elapsed_time`` is the real time between two records. The stream and event
 state (current stream per thread and device, stream ids, event timestamps) lives in the
-stub's device guard (csrc_stub/guard.cpp), so ``torch.Stream``, ``torch.Event`` and
+stub's device guard (csrc_stub/runtime/guard.cpp), so ``torch.Stream``, ``torch.Event`` and
 ``torch.accelerator`` see the same streams as these classes.
 """
 

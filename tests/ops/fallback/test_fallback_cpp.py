@@ -1,4 +1,5 @@
-"""The fallback's plain calls run in the stub's C++ (csrc_stub/fallback.cpp); the rest in Python.
+"""The fallback's plain calls run in the stub's C++ (csrc_stub/ops/fallback.cpp), the rest in
+Python.
 
 Which path served a call is read from the counts each keeps: the C++ path's
 (``_C._fallback_counts``) and Python's (``boxed._stats``); ``fallback_stats`` is their sum.

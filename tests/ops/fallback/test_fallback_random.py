@@ -162,7 +162,7 @@ def _dropout_layouts() -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def test_native_dropout_runs_in_the_stub_and_draws_like_cpu(monkeypatch):
-    """A plain native_dropout (csrc_stub/random.cpp) never enters the Python fallback; it
+    """A plain native_dropout (csrc_stub/ops/random.cpp) never enters the Python fallback; it
     draws CPU's mask from the mydev generator, counts as a fallback call, and its results
     are mydev memory laid out as CPU's (the mask as the input). Inputs sliced, transposed
     and float16 included."""

@@ -1,7 +1,7 @@
 """Whether a CPU op's new results may become mydev tensors without a copy (``_C._adopt``).
 
 mydev memory is host memory, so the block CPU's allocator made for a result can become the
-mydev tensor's storage (``csrc_stub/alias.cpp`` ``adopt_cpu_result``): the stub takes only a
+mydev tensor's storage (``csrc_stub/ops/alias.cpp`` ``adopt_cpu_result``): the stub takes only a
 plain dense tensor over a plain block of CPU's allocator held by that result alone. What no
 C++ reference count shows is a tensor Python code still holds, which a Python kernel
 registered for an aten op's CPU key may return: while any is registered, nothing is adopted.

@@ -114,7 +114,7 @@ def fallback_stats() -> dict[str, int]:
     """How many times each op ran on CPU since start or ``reset_fallback_stats``.
 
     Keys are qualified overload names as in ``op_name`` (``"aten::sin.out"``), sorted: the
-    calls Python ran and those the stub's C++ path ran (``csrc_stub/fallback.cpp``).
+    calls Python ran and those the stub's C++ path ran (``csrc_stub/ops/fallback.cpp``).
     """
     with _lock:
         counts = _stats + Counter(_C._fallback_counts())
@@ -500,7 +500,7 @@ EXPLICIT_TARGETS: dict[str, tuple[str, bool]] = {
 def fast_path_facts(
     op: torch._ops.OpOverload,
 ) -> tuple[str, tuple[bool, ...], str | None, bool, tuple[bool, ...]] | None:
-    """What the stub's C++ path (``csrc_stub/fallback.cpp``) needs to run ``op``'s plain
+    """What the stub's C++ path (``csrc_stub/ops/fallback.cpp``) needs to run ``op``'s plain
     calls: the name it is counted under, which arguments it writes, for an ``EXPLICIT``
     op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``), and which arguments may
     be CPU tensors (``fallback.devices.CPU_ALLOWED``, as on CUDA); None when every call
@@ -555,5 +555,5 @@ def register() -> None:
         explicit.impl(name, fst.kernel_for(op, run_on_cpu), PYTHON_KEY)
         _C._structured_kernel(name)
     fallback_sdpa.register(explicit, PYTHON_KEY)  # and its plain calls in the stub
-    _C._native_dropout_kernel()  # its plain calls in the stub (csrc_stub/random.cpp)
+    _C._native_dropout_kernel()  # its plain calls in the stub (csrc_stub/ops/random.cpp)
     _libraries.extend((boxed, explicit))

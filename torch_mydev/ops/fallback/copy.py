@@ -13,7 +13,7 @@ Two ways to give a CPU kernel the mydev arguments:
 Copy-on-write mydev tensors (``Tensor._lazy_clone``) stay lazy where CPU's would: the
 arguments an op writes are materialised first (``materialize``), as a CPU kernel's mutable
 access materialises them, and every other one is read through const access (a ``readonly``
-alias is copy-on-write itself, ``csrc_stub/alias.cpp``).
+alias is copy-on-write itself, ``csrc_stub/ops/alias.cpp``).
 
 Either way, an output whose sizes, strides or storage the CPU op changed (``resize_output``,
 ``as_strided_``, ``set_``: ``out=`` of ``linalg_lstsq``) is given CPU's final sizes, strides

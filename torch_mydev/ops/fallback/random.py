@@ -1,6 +1,6 @@
 """Random ops in the CPU fallback: each mydev generator's stream is its own.
 
-mydev's generators are CPU's mt19937 (``csrc_stub/hooks.cpp``), so a mydev generator's
+mydev's generators are CPU's mt19937 (``csrc_stub/runtime/hooks.cpp``), so a mydev generator's
 state can be lent to a CPU generator: the CPU op receives, as its ``generator`` argument, a
 fresh CPU generator holding the mydev generator's state (the mydev default generator of
 the target device when the caller passed none), and the state goes back to the mydev
@@ -8,14 +8,14 @@ generator afterwards. CPU's default generator is never touched, so what it draws
 each mydev generator draws, depends only on its own seed and calls, whatever other threads
 do. One lock covers a whole lend (state out, op, state back) so concurrent random ops on one
 generator draw consecutive, never repeated, numbers: ``RNG_LOCK``, the stub's lend lock,
-which its own ``native_dropout`` (csrc_stub/random.cpp) takes too.
+which its own ``native_dropout`` (csrc_stub/ops/random.cpp) takes too.
 
 Overloads without a ``generator`` argument (``rand``, ``randn``, ``randint``, ``randperm``,
 ``*_like`` …) run as their sibling overload that has one (``rand.generator``);
 ``native_dropout`` (no sibling) runs as CPU's kernel does (``native_dropout_cpu``: a bool
 ``bernoulli_`` mask laid out as the input, then ``input * mask * scale`` with the scale in
 the input's dtype) with the lent generator; its plain calls run those same steps in the
-stub (csrc_stub/random.cpp), the others here.
+stub (csrc_stub/ops/random.cpp), the others here.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``aten::scaled_dot_product_attention`` is CompositeImplicitAutograd; its C++ body
 (aten/src/ATen/native/transformers/attention.cpp) asks ``_fused_sdp_choice_stub`` for a
-backend. csrc_stub/sdpa.cpp fills that stub for PrivateUse1, as OpenReg does, with CPU's
+backend. csrc_stub/ops/sdpa.cpp fills that stub for PrivateUse1, as OpenReg does, with CPU's
 choice in which CPU's flash attention is answered as ``SDPBackend.OVERRIDEABLE``; the body
 then calls ``aten::_scaled_dot_product_fused_attention_overrideable`` and autograd records
 its backward, ``_scaled_dot_product_fused_attention_overrideable_backward``. Both are
@@ -172,7 +172,7 @@ def fused_attention_overrideable_backward(
 def register(library: torch.library.Library, key: str) -> None:
     """Register both kernels for the dispatch key `key` in `library` (an ``aten`` IMPL
     library): the fallback's Python key, behind the stub's own kernels for PrivateUse1
-    (csrc_stub/sdpa.cpp), which run the plain calls -- 4-dim operands, no dropout, no bool
+    (csrc_stub/ops/sdpa.cpp), which run the plain calls -- 4-dim operands, no dropout, no bool
     mask, no bias gradient -- as these do and send the rest here."""
     library.impl(
         "_scaled_dot_product_fused_attention_overrideable", fused_attention_overrideable, key

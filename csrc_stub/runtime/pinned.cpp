@@ -4,7 +4,7 @@
 // blocks came from here: is_pinned() answers by looking the pointer up. Copies from pinned
 // memory run synchronously like every mydev copy; freed blocks are returned at once (there
 // is no cache for empty_cache to release), and record_event has nothing to wait for.
-#include "mydev.h"
+#include "../mydev.h"
 
 // Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours
 // depends on that value.

@@ -25,7 +25,7 @@
 //
 // Kernels run synchronously on the calling thread, so a freed block is never still in use
 // by a queued kernel: recordStream has nothing to do.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <c10/util/Exception.h>
 

@@ -6,7 +6,7 @@
 // lets everything that asks ProcessGroup::getBackend(mydev) find it: the functional
 // collectives (torch.ops._c10d_functional.*, DTensor.full_tensor, compiled collectives) and
 // _coalescing_manager(device=...). Works report the mydev tensors as their results.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>

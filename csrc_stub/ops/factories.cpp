@@ -6,7 +6,7 @@
 // their ranks raise as on CPU); what is mydev's is the TensorOptions check and the device.
 // Under torch.use_deterministic_algorithms(True) both fill the new memory as CPU's
 // empty_cpu / empty_strided_cpu do (fill_uninitialized).
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>

@@ -20,7 +20,7 @@
 // An op that changed a written tensor's layout (an out= alias it grew: a growable alias gets
 // new CPU memory, alias.cpp) has it restrided and copied by Python's `write_back`. An op
 // that raises here runs again through Python, which raises as CPU raises.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>

@@ -1,6 +1,6 @@
 // Devices: how many there are (TORCH_MYDEV_DEVICE_COUNT, read once) and which one each
 // thread is on. As with CUDA, the current device is a property of the calling thread.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <c10/util/Exception.h>
 

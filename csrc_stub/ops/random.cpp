@@ -15,7 +15,7 @@
 // `bernoulli_(1 - p)`, `input * mask * (1 / (1 - p))` on a CPU alias of the input (the scale
 // in the input's dtype, as CPU's kernel multiplies), both results
 // adopted as mydev memory, counted under `aten::native_dropout`. Anything else goes to Python.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -23,7 +23,7 @@
 // its parameters, the bytes each operand's storage must hold). Each record owns a copy of
 // its parameters' block, so a table emptied while another thread runs one of its records
 // frees nothing that call reads.
-#include "mydev.h"
+#include "../mydev.h"
 #include "numbers.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -28,7 +28,7 @@
 // reference, torch takes the GIL to release the object, and a thread taking the GIL while
 // the interpreter finalises is ended by CPython inside that (noexcept) destructor, which
 // aborts the process. So the release is guarded (guarded_release, python_exit_guard).
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_strided.h>

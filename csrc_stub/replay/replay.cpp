@@ -3,8 +3,8 @@
 // already answered and recorded, without entering Python. They decide nothing: every fact
 // (the output's layout, the loop, its parameters, the bytes each storage must hold) comes
 // from a record Python made.
-#include "mydev.h"
-#include "python_args.h"
+#include "../mydev.h"
+#include "../python_args.h"
 
 #include <c10/core/impl/COW.h>
 #include <c10/util/SmallVector.h>

@@ -7,7 +7,7 @@
 // ids, the global pool hands out kPoolSize ids round robin. An event records the host time
 // (steady clock) at which it was recorded; elapsedTime is the real time between two records
 // in milliseconds. Waiting, blocking and synchronizing have nothing left to wait for.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>

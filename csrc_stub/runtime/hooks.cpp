@@ -1,7 +1,7 @@
 // The PrivateUse1 hooks torch asks for (autograd, generators, devices, pinned memory,
 // storage resize) and the default generators: CPU's mt19937 generator, one per device,
 // reporting mydev:N as its device.
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 // Its alignas(hardware_destructive_interference_size) warns under GCC; nothing of ours

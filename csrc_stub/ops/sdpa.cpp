@@ -14,7 +14,7 @@
 // computes for every input, and the math path (dropout, 3-dim inputs, a mask that needs a
 // gradient) stays torch's composite, as on CPU. Under torch.vmap it is the math path too.
 
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/SDPBackend.h>
 #include <ATen/core/Tensor.h>

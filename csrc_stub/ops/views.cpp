@@ -1,7 +1,7 @@
 // Metadata-only ops for PrivateUse1, bound to ATen's own native implementations: they
 // change sizes, strides, offsets or storage and never move data. Everything else on mydev
 // is registered from Python (torch_mydev/ops).
-#include "mydev.h"
+#include "../mydev.h"
 
 #include <ATen/Context.h>
 #include <ATen/native/Resize.h>
