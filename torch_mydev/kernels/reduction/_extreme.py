@@ -32,27 +32,24 @@ from torch_mydev.kernels.reduction import _walks as walks
 
 
 @njit(**JIT, inline="always")
-def _vop(a, b, is_max, nans):
-    """``maximum(a, b)`` / ``minimum(a, b)`` of one lane."""
-    if a != a or b != b:
-        return nans[0]
-    if is_max:
-        return a if a > b else b
-    return a if a < b else b
+def _vop(a, b, is_max, nan):
+    """``maximum(a, b)`` / ``minimum(a, b)`` of one lane; ``nan`` is the all-ones NaN. Written
+    as selects, with no load under a branch, so LLVM vectorises the loops over lanes."""
+    pick_a = (a > b) if is_max else (a < b)
+    value = a if pick_a else b
+    return nan if (a != a) | (b != b) else value
 
 
 @njit(**JIT, inline="always")
-def _op(a, b, is_max, nans):
-    """``max_impl(a, b)`` / ``min_impl(a, b)``."""
-    if a != a or b != b:
-        return nans[1]
-    if is_max:
-        return b if a < b else a
-    return b if b < a else a
+def _op(a, b, is_max, nan):
+    """``max_impl(a, b)`` / ``min_impl(a, b)``; ``nan`` is the canonical quiet NaN."""
+    pick_b = (a < b) if is_max else (b < a)
+    value = b if pick_b else a
+    return nan if (a != a) | (b != b) else value
 
 
 @njit(**JIT, inline="always")
-def _inner(out, o, inp, i, n, vec, is_max, nans, acc):
+def _inner(out, o, inp, i, n, vec, is_max, all_ones, quiet, acc):
     """``vectorized_inner_reduction``: ``n`` contiguous inputs at ``i`` into ``out[o]``."""
     width = 4 * vec
     count = n // width
@@ -62,21 +59,21 @@ def _inner(out, o, inp, i, n, vec, is_max, nans, acc):
         for block in range(1, count):
             base = i + block * width
             for k in range(width):
-                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, nans)
+                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, all_ones)
         for lane in range(vec):
-            low = _vop(acc[lane], acc[vec + lane], is_max, nans)
-            high = _vop(acc[2 * vec + lane], acc[3 * vec + lane], is_max, nans)
-            acc[lane] = _vop(low, high, is_max, nans)
+            low = _vop(acc[lane], acc[vec + lane], is_max, all_ones)
+            high = _vop(acc[2 * vec + lane], acc[3 * vec + lane], is_max, all_ones)
+            acc[lane] = _vop(low, high, is_max, all_ones)
         first = acc[0]
         for lane in range(1, vec):
-            first = _op(first, acc[lane], is_max, nans)
-        out[o] = _op(out[o], first, is_max, nans)
+            first = _op(first, acc[lane], is_max, quiet)
+        out[o] = _op(out[o], first, is_max, quiet)
     for k in range(count * width, n):
-        out[o] = _op(out[o], inp[uint64(i + k)], is_max, nans)
+        out[o] = _op(out[o], inp[uint64(i + k)], is_max, quiet)
 
 
 @njit(**JIT, inline="always")
-def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, nans, acc):
+def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, all_ones, quiet, acc):
     """``vectorized_outer_reduction``: columns of ``4 * vec`` reduced down ``size0`` rows of
     stride ``is0``, each column group then combined with the output (``vop(acc, out)``);
     the remaining columns one by one with ``op``."""
@@ -89,13 +86,13 @@ def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, nans, acc):
         for row in range(1, size0):
             base = i + row * is0 + column
             for k in range(width):
-                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, nans)
+                acc[k] = _vop(acc[k], inp[uint64(base + k)], is_max, all_ones)
         for k in range(width):
-            out[o + column + k] = _vop(acc[k], out[o + column + k], is_max, nans)
+            out[o + column + k] = _vop(acc[k], out[o + column + k], is_max, all_ones)
     for column in range(groups * width, size1):
         for row in range(size0):
             value = inp[uint64(i + row * is0 + column)]
-            out[o + column] = _op(out[o + column], value, is_max, nans)
+            out[o + column] = _op(out[o + column], value, is_max, quiet)
 
 
 @njit(**JIT)
@@ -103,18 +100,20 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max
            acc):  # fmt: skip
     """One ``binary_kernel_reduce_vec`` loop call over ``size0 x size1`` elements (strides in
     elements)."""
+    all_ones, quiet = nans[0], nans[1]
     if os0 == 0 and is0 == 1:
         for j in range(size1):
-            _inner(out, obase + j * os1, inp, ibase + j * is1, size0, vec, is_max, nans, acc)
+            o, i = obase + j * os1, ibase + j * is1
+            _inner(out, o, inp, i, size0, vec, is_max, all_ones, quiet, acc)
     elif os0 == 0 and os1 == 1 and is1 == 1:
-        _outer(out, obase, inp, ibase, is0, size0, size1, vec, is_max, nans, acc)
+        _outer(out, obase, inp, ibase, is0, size0, size1, vec, is_max, all_ones, quiet, acc)
     else:
         for j in range(size1):
             o = obase + j * os1
             i = ibase + j * is1
             for r in range(size0):
                 value = inp[uint64(i + r * is0)]
-                out[o + r * os0] = _op(out[o + r * os0], value, is_max, nans)
+                out[o + r * os0] = _op(out[o + r * os0], value, is_max, quiet)
 
 
 @njit(**JIT)
