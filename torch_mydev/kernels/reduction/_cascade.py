@@ -88,21 +88,39 @@ def _add_store(arr, i, value, fmt):
     return plain
 
 
-@njit(**JIT, inline="always")
 def _vadd(acc, k, inp, off, lanes, mode, fmt):
     """``acc[0, k, 0:lanes] +=`` one (vector) load at element ``off``."""
-    if mode == SCALAR:
-        acc[0, k, 0] += load(inp, off, fmt)
-    elif mode == PLAIN:
-        for lane in range(lanes):
-            acc[0, k, lane] += load(inp, off + lane, fmt)
-    elif mode == PAIR:
-        for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
-            first = np.float32(0.0) + load(inp, off + 2 * lane, fmt)
-            acc[0, k, lane] += first + load(inp, off + 2 * lane + 1, fmt)
-    else:
-        for lane in range(lanes):
-            acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
+
+
+@overload(_vadd, inline="always")
+def _vadd_impl(acc, k, inp, off, lanes, mode, fmt):
+    # PAIR and HALVES load float16/bfloat16 (uint16 lanes) only: other dtypes' loops leave
+    # those branches out rather than compile them (issue 19's first-use cost).
+    def plain(acc, k, inp, off, lanes, mode, fmt):
+        if mode == SCALAR:
+            acc[0, k, 0] += load(inp, off, fmt)
+        else:
+            for lane in range(lanes):
+                acc[0, k, lane] += load(inp, off + lane, fmt)
+
+    if inp.dtype != types.uint16:
+        return plain
+
+    def reduced(acc, k, inp, off, lanes, mode, fmt):
+        if mode == SCALAR:
+            acc[0, k, 0] += load(inp, off, fmt)
+        elif mode == PLAIN:
+            for lane in range(lanes):
+                acc[0, k, lane] += load(inp, off + lane, fmt)
+        elif mode == PAIR:
+            for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
+                first = np.float32(0.0) + load(inp, off + 2 * lane, fmt)
+                acc[0, k, lane] += first + load(inp, off + 2 * lane + 1, fmt)
+        else:
+            for lane in range(lanes):
+                acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
+
+    return reduced
 
 
 @njit(**JIT, inline="always")
