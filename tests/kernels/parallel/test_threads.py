@@ -20,6 +20,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.subprocess_run import run_python
 from torch_mydev.kernels.copy import kernel as kcopy
 from torch_mydev.kernels.jit.compiler import NotCompiled
 from torch_mydev.kernels.operand import Operand
@@ -221,3 +222,28 @@ def test_while_an_entry_compiles_the_reduction_runs_its_parts_in_order(monkeypat
     before = threads.regions()
     got = x.to("mydev").sum(1).cpu()
     assert threads.regions() == before and torch.equal(got, x.sum(1))
+
+
+_KEEPS_TORCH_THREADS = """
+import torch, torch_mydev
+from torch_mydev.kernels.parallel import threads
+torch.set_num_threads(1)
+x = torch.randn(4095, 70)
+expected = x.sum(0)  # CPU's serial cascade: one thread
+big = x.to("mydev")  # a copy large enough for numba's threads: their pool starts here
+assert threads.regions() >= 1, "the copy ran no parallel region"
+assert torch.get_num_threads() == 1, torch.get_num_threads()
+got = big.sum(0).cpu()
+assert torch.equal(got.view(torch.int32), expected.view(torch.int32))
+print("ok")
+"""
+
+
+def test_numba_threads_starting_keep_torch_thread_count():
+    """numba's OpenMP pool starts with ``omp_set_num_threads`` on the calling thread, which
+    is where torch reads its intra-op count: a ``torch.set_num_threads(1)`` made before
+    mydev's first parallel loop stays, and a float sum then still takes CPU's serial plan.
+    A fresh process, so that this is the pool's first start (sync mode: the copy's loops
+    compile in it)."""
+    out = run_python(_KEEPS_TORCH_THREADS, env={"TORCH_MYDEV_COMPILE": "sync"})
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]

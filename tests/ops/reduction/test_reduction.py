@@ -207,6 +207,36 @@ def test_contiguous_rows_bit_exact(dtype) -> None:
             assert same_bits(getattr(torch, op)(d, 1).cpu(), expected), (op, n)  # the entry
 
 
+# Reduced lengths of a column sum around the cascade's level step (16 rows below 2**20),
+# and column counts with whole groups of four vectors (32 float32 or 16 float64 columns) and
+# tails: ``vectorized_outer_sum``'s flat-lane path and its scalar columns.
+COLUMN_LENGTHS = (1, 7, 15, 16, 17, 255, 256, 257, 1000, 4099)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+def test_contiguous_columns_bit_exact(dtype) -> None:
+    """Sums and means down contiguous columns (``sum(0)`` of a row-major matrix: the
+    replica's outer reduction) equal CPU's bits around the level boundaries, on one thread
+    so that every size takes CPU's serial kernel."""
+    g = torch.Generator().manual_seed(7)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for n in COLUMN_LENGTHS:
+            for width in (33, 70):
+                x = torch.randn(n, width, generator=g, dtype=dtype)
+                x = x * torch.rand(n, width, generator=g, dtype=dtype).pow(8) * 1e4
+                x[:, width // 2] = -0.0
+                d = x.to("mydev")
+                for op in ("sum", "mean"):
+                    expected = getattr(torch, op)(x, 0)
+                    for _ in range(2):  # the second call through the signature's entry
+                        got = getattr(torch, op)(d, 0).cpu()
+                        assert same_bits(got, expected), (op, n, width)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_channels_last_keepdim_gives_contiguous() -> None:
     x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
     d = x.to("mydev")

@@ -55,13 +55,37 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_key: tuple[int, int] | None = None
 _regions = 0
+_launch_lock = threading.Lock()  # apart from _lock: a region's part may ask count()
+_numba_launched = False
 
 
 def count() -> int:
     """Parts a parallel loop is cut in: numba's thread count (``numba.get_num_threads``)."""
     import numba
 
+    _launch_numba()
     return max(1, numba.get_num_threads())
+
+
+def _launch_numba() -> None:
+    """Start numba's thread pool once, keeping torch's intra-op thread count.
+
+    numba's OpenMP layer starts its pool with ``omp_set_num_threads(NUMBA_NUM_THREADS)`` on
+    the calling thread, and torch's count is that thread's ``omp_get_max_threads()``
+    (``at::get_num_threads``): a user's ``torch.set_num_threads(1)`` was lost at mydev's
+    first parallel loop, and with it CPU's serial plan the float replicas follow."""
+    global _numba_launched
+    if _numba_launched:
+        return
+    import torch
+    from numba.np.ufunc import parallel
+
+    with _launch_lock:
+        threads = torch.get_num_threads()
+        parallel._launch_threads()
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        _numba_launched = True
 
 
 def regions() -> int:
@@ -122,6 +146,7 @@ def run_calls(calls: np.ndarray, starts: np.ndarray) -> int | None:
     keeps its table and sets the addresses in it)."""
     from torch_mydev.kernels.jit.compiler import NotCompiled
 
+    _launch_numba()
     if not _lock.acquire(blocking=False):
         return None
     global _regions

@@ -201,16 +201,13 @@ def row_sum(inp, base, stride, size, lanes, mode, fmt, acc):
 
 
 @njit(**JIT)
-def _plain_row_sum(inp, row, size0, vec, flat, zero):
-    """``vectorized_inner_sum`` of one contiguous row whose vectors hold one element a lane
-    (float32, float64): ``row_sum`` over ``size0 // vec`` vectors plus the scalar tail, as
-    ``loop2d``'s general case computes it. The lanes ``k`` (of ``ilp_factor`` 4) and
-    ``lane`` are one index ``k * vec + lane`` here, so each step adds ``4 * vec``
-    consecutive elements into as many consecutive accumulators: a loop LLVM vectorises.
-    ``flat`` is the scratch as one dim: cascade level ``j`` at ``j * 4 * vec``."""
-    width = 4 * vec
-    vec_size = size0 // vec
-    size = vec_size // 4  # multi_row_sum's rows of 4 vectors
+def _flat_multi_row_sum(inp, base, row_stride, size, width, flat):
+    """``multi_row_sum`` of ``width`` consecutive columns whose vectors hold one element a
+    lane (float32, float64): column ``k``'s lane ``l`` is element ``k * lanes + l`` of each
+    row, so its accumulators are one flat index ``m < width`` and each row adds ``width``
+    consecutive elements into as many consecutive accumulators, a loop LLVM vectorises.
+    ``flat`` is the scratch as one dim, cascade level ``j`` at ``j * width``; the result is
+    ``flat[:width]``. Every accumulator meets its elements in ``multi_row_sum``'s order."""
     level_power = max(4, _ceil_log2(size) // 4)
     level_step = 1 << level_power
     level_mask = level_step - 1
@@ -219,29 +216,41 @@ def _plain_row_sum(inp, row, size0, vec, flat, zero):
         for m in range(width):
             flat[m] = 0
         while i < size:
-            _add_run(flat, 0, inp, row + i * width, width)
+            _add_run(flat, 0, inp, base + i * row_stride, width)
             i += 1
         for m in range(width):
             flat[m] += 0  # -0.0 becomes +0.0 there as well
-    else:
-        for m in range(4 * width):
-            flat[m] = 0
-        while i + level_step <= size:
-            for _ in range(level_step):
-                _add_run(flat, 0, inp, row + i * width, width)
-                i += 1
-            for j in range(1, 4):
-                for m in range(width):
-                    flat[j * width + m] += flat[(j - 1) * width + m]
-                    flat[(j - 1) * width + m] = 0
-                if (i & (level_mask << (j * level_power))) != 0:
-                    break
-        while i < size:
-            _add_run(flat, 0, inp, row + i * width, width)
+        return
+    for m in range(4 * width):
+        flat[m] = 0
+    while i + level_step <= size:
+        for _ in range(level_step):
+            _add_run(flat, 0, inp, base + i * row_stride, width)
             i += 1
         for j in range(1, 4):
             for m in range(width):
-                flat[m] += flat[j * width + m]
+                flat[j * width + m] += flat[(j - 1) * width + m]
+                flat[(j - 1) * width + m] = 0
+            if (i & (level_mask << (j * level_power))) != 0:
+                break
+    while i < size:
+        _add_run(flat, 0, inp, base + i * row_stride, width)
+        i += 1
+    for j in range(1, 4):
+        for m in range(width):
+            flat[m] += flat[j * width + m]
+
+
+@njit(**JIT)
+def _plain_row_sum(inp, row, size0, vec, flat, zero):
+    """``vectorized_inner_sum`` of one contiguous row whose vectors hold one element a lane
+    (float32, float64): ``row_sum`` over ``size0 // vec`` vectors plus the scalar tail, as
+    ``loop2d``'s general case computes it. ``row_sum``'s four interleaved columns are
+    ``_flat_multi_row_sum``'s, rows of ``4 * vec`` consecutive elements."""
+    width = 4 * vec
+    vec_size = size0 // vec
+    size = vec_size // 4  # multi_row_sum's rows of 4 vectors
+    _flat_multi_row_sum(inp, row, width, size, width, flat)
     for i in range(size * 4, vec_size):  # row_sum's tail vectors, into column 0
         _add_run(flat, 0, inp, row + i * vec, vec)
     for k in range(1, 4):
@@ -263,7 +272,7 @@ def _add_run(acc, at, inp, start, count):
         acc[at + m] += inp[base + uint64(m)]
 
 
-@njit(**JIT)
+@njit(**JIT, inline="always")
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
            acc, zero):  # fmt: skip
     """One ``cascade_sum`` loop call over ``size0 x size1`` elements (strides in elements);
@@ -298,10 +307,16 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
     elif is1 == 1 and size1 >= vec:  # contiguous outer reduction
         j = 0
         while j + 4 * lanes <= size1:
-            sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, acc)
-            for k in range(4):
-                for lane in range(lanes):
-                    add_store(out, obase + (j + k * lanes + lane) * os1, sums[k, lane], fmt)
+            if mode == PLAIN:  # float32/float64: the four columns' lanes as one flat index
+                flat = acc.reshape(acc.size)
+                _flat_multi_row_sum(inp, ibase + j, is0, size0, 4 * lanes, flat)
+                for m in range(4 * lanes):
+                    add_store(out, obase + (j + m) * os1, flat[m], fmt)
+            else:
+                sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, acc)
+                for k in range(4):
+                    for lane in range(lanes):
+                        add_store(out, obase + (j + k * lanes + lane) * os1, sums[k, lane], fmt)
             j += 4 * lanes
         while j + lanes <= size1:
             sums1 = row_sum(inp, ibase + j, is0, size0, lanes, PLAIN, fmt, acc)
