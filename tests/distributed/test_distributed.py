@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import tempfile
+import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
@@ -281,10 +282,25 @@ def _world(rank: int, init: str, out_dir: str) -> None:
             torch.save({"error": traceback.format_exc()}, f"{out_dir}/{name}{rank}.pt")
             raise
         dist.barrier()
-        gc.collect()  # a module with hooks is a cycle: its parameters die on a collection
-        result["memory_after"] = (torch.mydev.memory_allocated(), _live_mydev_bytes())
+        result["memory_after"] = _settled_memory()
         torch.save(result, f"{out_dir}/{name}{rank}.pt")
     dist.destroy_process_group()
+
+
+def _settled_memory(seconds: float = 5.0) -> tuple[int, int]:
+    """(mydev bytes held, bytes live tensors own) once they agree, or after ``seconds``.
+
+    A module with hooks is a cycle: its parameters die on a collection. And a finished
+    collective's ``Work`` can hold its tensors a moment after ``barrier()`` returns: gloo's
+    worker thread that ran it drops its reference last (a DDP bucket was once seen held:
+    188 bytes, no live tensor). A leak still shows after the wait."""
+    deadline = time.monotonic() + seconds
+    while True:
+        gc.collect()
+        held, live = torch.mydev.memory_allocated(), _live_mydev_bytes()
+        if held == live or time.monotonic() > deadline:
+            return held, live
+        time.sleep(0.01)
 
 
 def _live_mydev_bytes() -> int:
