@@ -128,8 +128,8 @@ bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
   }
 }
 
-// numbers.cpp's binding: `_native_number_bytes`, the bytes `number_bytes` gives a Python
-// number in a dtype (tests/ops/test_native_replay.py checks them against Python's).
+// The binding `_native_number_bytes`: the bytes `number_bytes` gives a Python number in a
+// dtype (tests/ops/test_native_replay.py checks them against Python's).
 void init_numbers(pybind11::module& m) {
   m.def(
       "_native_number_bytes",

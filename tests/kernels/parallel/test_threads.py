@@ -245,5 +245,6 @@ def test_numba_threads_starting_keep_torch_thread_count():
     mydev's first parallel loop stays, and a float sum then still takes CPU's serial plan.
     A fresh process, so that this is the pool's first start (sync mode: the copy's loops
     compile in it)."""
-    out = run_python(_KEEPS_TORCH_THREADS, env={"TORCH_MYDEV_COMPILE": "sync"})
+    env = {"TORCH_MYDEV_COMPILE": "sync", "NUMBA_NUM_THREADS": "2"}  # two, on any machine
+    out = run_python(_KEEPS_TORCH_THREADS, env=env)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -208,8 +208,9 @@ def test_contiguous_rows_bit_exact(dtype) -> None:
 
 
 # Reduced lengths of a column sum around the cascade's level step (16 rows below 2**20),
-# and column counts with whole groups of four vectors (32 float32 or 16 float64 columns) and
-# tails: ``vectorized_outer_sum``'s flat-lane path and its scalar columns.
+# and column counts with whole groups of four vectors (32 float32 or 16 float64 columns), a
+# one-vector group and tails: ``vectorized_outer_sum``'s flat-lane path, its ``row_sum``
+# vectors and its scalar columns.
 COLUMN_LENGTHS = (1, 7, 15, 16, 17, 255, 256, 257, 1000, 4099)
 
 
@@ -223,7 +224,7 @@ def test_contiguous_columns_bit_exact(dtype) -> None:
     torch.set_num_threads(1)
     try:
         for n in COLUMN_LENGTHS:
-            for width in (33, 70):
+            for width in (33, 45, 70):
                 x = torch.randn(n, width, generator=g, dtype=dtype)
                 x = x * torch.rand(n, width, generator=g, dtype=dtype).pow(8) * 1e4
                 x[:, width // 2] = -0.0

@@ -1,10 +1,5 @@
-"""A Python number, or a tensor's first element, in the bytes of a dtype, as ``c10::convert``
-makes them: the constants an elementwise loop reads (``alpha``, a number operand).
-
-The number starts as the dtype a wrapped Python number has (bool, int64, float64 or
-complex128) and goes through the copy kernel, so integers wrap, floats truncate toward zero
-into integers, and float64 reaches float16/bfloat16 through float32, as torch does.
-"""
+"""Python numbers (and a tensor's first element) as the bytes of a dtype, the constants an
+elementwise loop reads (``alpha``, a number operand): ``c10::convert``'s conversions."""
 
 from __future__ import annotations
 
@@ -14,15 +9,13 @@ import struct
 import numpy as np
 import torch
 
-from torch_mydev.kernels.dtypes import SUPPORTED_DTYPES, layout_of
+from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
 from torch_mydev_rules.iterator.numbers import number_dtype, number_key
 
-_LAYOUTS = {dtype: layout_of(dtype) for dtype in SUPPORTED_DTYPES}
 # Dtypes whose lane value is already the compute value (integers widen to int64, float16 and
 # bfloat16 bits widen to float32).
 _OWN_COMPUTE = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-_REDUCED = (torch.float16, torch.bfloat16)
 
 
 def scalar_bytes(value: bool | int | float | complex, dtype: torch.dtype) -> np.ndarray:
@@ -56,7 +49,7 @@ def _cached_scalar_bytes(key: tuple, dtype: torch.dtype) -> bytes:
         # static_cast do), without setting up a copy: a new learning rate or bias correction
         # every step reaches here
         with np.errstate(all="ignore"):  # overflow to infinity, NaN kept: as in C
-            return source.astype(_LAYOUTS[dtype].element).tobytes()
+            return source.astype(layout_of(dtype).element).tobytes()
     return _convert(source.view(np.uint8), 0, source_dtype, dtype).tobytes()
 
 
@@ -77,7 +70,7 @@ def _number_array(value: bool | int | float | complex) -> tuple[np.ndarray, torc
     if dtype == torch.int64 and value >= 2**63:
         # a uint64 Scalar: through float64 (c10 converts it directly)
         return np.array([float(value)], dtype=np.float64), torch.float64
-    return np.array([value], dtype=_LAYOUTS[dtype].element), dtype
+    return np.array([value], dtype=layout_of(dtype).element), dtype
 
 
 def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) -> np.ndarray:
@@ -91,8 +84,8 @@ def _convert(data: np.ndarray, offset: int, src: torch.dtype, dst: torch.dtype) 
 def compute_scalar(value: bool | int | float | complex, dtype: torch.dtype):
     """``value`` as the loops' compute value for ``dtype`` (``Scalar::to<scalar_t>()``)."""
     raw = scalar_bytes(value, dtype)
-    lane = _LAYOUTS[dtype].element
-    if dtype in _REDUCED:  # widened exactly, by the copy kernel's conversion
+    lane = layout_of(dtype).element
+    if dtype in (torch.float16, torch.bfloat16):  # widened exactly, by the copy kernel's conversion
         return _convert(raw, 0, dtype, torch.float32).view(np.float32)[0]
     if dtype in _OWN_COMPUTE:
         return raw.view(lane)[0]

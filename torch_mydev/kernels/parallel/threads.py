@@ -24,6 +24,8 @@ Rules, as ATen's:
   the caller may free), then raises.
 - A forked child makes its own pool and lock; at interpreter exit, when the pool takes no
   new work, the parts run on the caller.
+- torch's intra-op thread count is the user's: numba's pool, whose start sets it to numba's
+  count on the starting thread, is started here and the count put back (``count``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ _numba_launched = False
 
 
 def count() -> int:
-    """Parts a parallel loop is cut in: numba's thread count (``numba.get_num_threads``)."""
+    """Parts a parallel loop is cut in: numba's thread count (``numba.get_num_threads``). The
+    first call starts numba's pool (``_launch_numba``)."""
     import numba
 
     _launch_numba()
@@ -81,6 +84,10 @@ def _launch_numba() -> None:
     from numba.np.ufunc import parallel
 
     with _launch_lock:
+        if _numba_launched:  # another thread started it meanwhile
+            return
+        # The launching thread's count, put back through torch (which sets its own
+        # process-wide count and MKL's to the same): what the user set there stays.
         threads = torch.get_num_threads()
         parallel._launch_threads()
         if torch.get_num_threads() != threads:
@@ -183,8 +190,9 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _launch_lock
     _lock = threading.Lock()  # a region running in the parent at the fork never ends here
+    _launch_lock = threading.Lock()  # nor a start of numba's pool
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -272,6 +272,9 @@ def _add_run(acc, at, inp, start, count):
         acc[at + m] += inp[base + uint64(m)]
 
 
+# Inlined into cascade_at, one library less to link and optimise (its compile, issue 19); the
+# stores into the carray cascade_at makes are checked by tests/ops/reduction's bit-exact tests
+# (numba 0.68 once lost such a store when inlined: reduction._loops._store).
 @njit(**JIT, inline="always")
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,
            acc, zero):  # fmt: skip
