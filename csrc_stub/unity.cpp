@@ -20,6 +20,7 @@
 #include "ops/alias.cpp"
 #include "ops/factories.cpp"
 #include "ops/fallback.cpp"
+#include "ops/plain_call.cpp"
 #include "ops/random.cpp"
 #include "ops/sdpa.cpp"
 #include "ops/views.cpp"

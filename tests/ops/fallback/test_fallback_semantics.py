@@ -239,12 +239,13 @@ def test_one_tensor_passed_twice_is_one_cpu_tensor(path):
 def test_ops_with_cpu_kernels_and_composites_run_cpus_kernel():
     names = {fallback.op_name(op) for op in fallback.CPU_KERNEL_OPS}
     assert {"aten::native_layer_norm", "aten::native_group_norm", "aten::addr"} <= names
-    # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; of the
-    # structured ones (whose composite calls CPU's out= kernel through the fallback) only
-    # the functional forms listed for speed (FAST_FUNCTIONAL), never their in-place forms
+    # CompositeExplicitAutogradNonFunctional kernels of non-structured ops; the structured
+    # ones' functional forms run CPU's kernel too, registered as fallback.structured's
     assert {"aten::pixel_shuffle", "aten::pixel_unshuffle"} <= names
-    assert {"aten::mm", "aten::_softmax", "aten::lerp.Scalar"} <= names
-    assert not {"aten::sin", "aten::sin_", "aten::exp_", "aten::sqrt_", "aten::mm.out"} & names
+    structured = {fallback.op_name(op) for op in fallback.STRUCTURED_OPS}
+    assert {"aten::mm", "aten::_softmax", "aten::lerp.Scalar", "aten::sin"} <= structured
+    in_place = {"aten::sin_", "aten::exp_", "aten::sqrt_", "aten::mm.out"}
+    assert not in_place & (names | structured)
 
 
 @pytest.mark.parametrize("shuffle", ["pixel_shuffle", "pixel_unshuffle"])

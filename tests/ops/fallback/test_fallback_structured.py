@@ -1,12 +1,16 @@
-"""Structured ops through the fallback get CPU's output layout for non-dense inputs.
+"""Structured ops through the fallback: CPU's functional kernel, CPU's output layout.
 
 Truth: the same op on the same layout and values on CPU (sizes, strides, dtype, contiguity
-flags, bits). Without ``ops/fallback/structured.py`` mydev's functional structured ops took
-the strides TensorIterator gives without CPU's cast temporaries (CUDA's), which differ for a
-non-dense input of another dtype than the common one (docs/fallback.md).
+flags, bits). Through their generated composite mydev's functional structured ops took the
+strides TensorIterator gives without CPU's cast temporaries (CUDA's), which differ for a
+non-dense input of another dtype than the common one (docs/fallback.md); the composite now
+runs only for dense calls (``ops/fallback/structured.py``), which path ran is read from the
+fallback's counts.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -111,18 +115,72 @@ def test_the_kit_reproducer():
     _assert_like_cpu(cpu, dev)
 
 
-def test_dense_inputs_keep_the_composite():
-    """A dense call runs the generated composite and CPU's ``out=`` kernel, as before; a
-    non-dense one (or a Python number for a tensor) runs CPU's functional kernel."""
+def _counts(call) -> tuple[dict[str, int], dict[str, int]]:
+    """What ``call()`` added to the fallback's counts: the stub's C++ path's and Python's."""
+    torch_mydev.reset_fallback_stats()
+    call()
+    return torch_mydev._C._fallback_counts(), dict(fallback._stats)
+
+
+def test_functional_calls_run_cpus_functional_kernel():
+    """Dense or not, a functional call runs CPU's functional kernel, counted under its own
+    name; a Python number for a tensor goes to Python, which picks the overload called."""
     x = torch.arange(12, dtype=torch.int32, device="mydev").reshape(3, 4)
-    torch_mydev.reset_fallback_stats()
-    torch.exp(x)
-    torch.exp(x.t())  # a transpose is dense
-    assert torch_mydev.fallback_stats() == {"aten::exp.out": 2}
-    torch_mydev.reset_fallback_stats()
-    torch.exp(x[:, ::2])
-    x % 3
-    assert torch_mydev.fallback_stats() == {"aten::exp": 1, "aten::remainder.Scalar": 1}
+    calls = lambda: (torch.exp(x), torch.exp(x.t()), torch.exp(x[:, ::2]))  # noqa: E731
+    assert _counts(calls) == ({"aten::exp": 3}, {})
+    assert _counts(lambda: x % 3) == ({}, {"aten::remainder.Scalar": 1})
+
+
+@pytest.mark.parametrize("warn", [False, True], ids=["stub", "python"])
+def test_large_dense_calls_run_the_composite(warn, monkeypatch):
+    """From ``_COMPOSITE_BYTES`` in one mydev tensor a dense call allocates its output on
+    mydev and runs the ``out=`` overload (mydev's allocator keeps such blocks); a non-dense
+    one still runs CPU's functional kernel. Python's path (every call, under
+    ``TORCH_MYDEV_FALLBACK_WARN``) draws the same line as the stub's."""
+    if warn:
+        monkeypatch.setenv(fallback.WARN_ENV, "1")
+    limit = torch_mydev._C._COMPOSITE_BYTES // 4
+    big = torch.arange(limit + 2, dtype=torch.float32, device="mydev")
+    x = big[:limit]  # exactly the limit: dense, large
+    cases = [
+        (lambda: torch.exp(x), "aten::exp.out"),
+        (lambda: torch.exp(big[: limit - 1]), "aten::exp"),  # a lane short of it
+        (lambda: torch.atan2(x, x), "aten::atan2.out"),
+        (lambda: torch.exp(big[::2]), "aten::exp"),  # large, not dense
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch_mydev.FallbackWarning)
+        for call, name in cases:
+            stub, python = _counts(call)
+            assert (python if warn else stub) == {name: 1}, name
+            assert (stub if warn else python) == {}, name
+        for got, expected in (
+            (torch.exp(x), x.cpu().exp()),
+            (torch.exp(big[::2]), big.cpu()[::2].exp()),
+        ):
+            assert same_layout(got, expected) and same_bits(got, expected)
+
+
+def test_an_out_kernel_of_mydev_takes_dense_calls():
+    """A mydev kernel for the ``out=`` overload (a user's) runs the op's dense calls through
+    the composite, from the call after it is registered until it is removed."""
+    x = torch.linspace(-1, 1, 12, device="mydev").reshape(3, 4)
+    seen = []
+
+    def traced_exp_out(t, *, out):
+        seen.append(tuple(t.shape))
+        return out.copy_(torch.exp(t.cpu()))
+
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("exp.out", traced_exp_out, "PrivateUse1")
+    try:
+        assert _counts(lambda: torch.exp(x)) == ({}, {})  # the user's kernel ran
+        assert seen == [(3, 4)]
+        assert _counts(lambda: torch.exp(x[:, ::2])) == ({"aten::exp": 1}, {})  # not dense
+        assert seen == [(3, 4)]
+    finally:
+        del library
+    assert _counts(lambda: torch.exp(x)) == ({"aten::exp": 1}, {})
 
 
 def test_a_non_dense_call_runs_cpus_kernel_in_the_stub():
@@ -148,8 +206,9 @@ def test_every_structured_functional_overload_is_registered():
     names = {str(op) for op in fallback.STRUCTURED_OPS}
     assert {"aten.exp.default", "aten.sin.default", "aten.atan2.default"} <= names
     assert {"aten.maximum.default", "aten.remainder.Tensor", "aten.cat.default"} <= names
-    # in-place forms write self's own layout; FAST_FUNCTIONAL ones run CPU's kernel always
-    assert not {"aten.exp_.default", "aten.sqrt.default", "aten.mm.default"} & names
+    assert {"aten.mm.default", "aten._softmax.default", "aten.sqrt.default"} <= names
+    # in-place forms write self's own layout; these run CPU's kernel always (CPU_KERNEL_OPS)
+    assert not {"aten.exp_.default", "aten.mse_loss.default", "aten.index.Tensor"} & names
     for op in fallback.STRUCTURED_OPS:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
 

@@ -359,6 +359,7 @@ EXPLICIT: dict[str, Callable] = {
 _libraries: list[torch.library.Library] = []
 CPU_KERNEL_OPS: list[torch._ops.OpOverload] = []  # registered by ``register``
 STRUCTURED_OPS: list[torch._ops.OpOverload] = []  # ``fallback.structured``
+_STRUCTURED: set[torch._ops.OpOverload] = set()  # the same, to look up
 
 # Structured ops whose meta function resizes the output after building it (Loss.cpp:
 # ``build_borrowing_binary_op`` then ``maybe_get_output().resize_({})`` for a reduction).
@@ -375,53 +376,6 @@ FUNCTIONAL_ON_CPU: tuple[str, ...] = ("mse_loss", "smooth_l1_loss")
 # torch.uint8 is now deprecated" for a uint8 mask (``x[mask_uint8]``) and turns the mask into
 # indices with ``nonzero`` (a second op on mydev). Their functional overload runs CPU's.
 META_WARNS_ON_CPU: tuple[str, ...] = ("index.Tensor",)
-
-# Structured ops models call most -- matmuls, softmax, activations and their gradients, the
-# loss, pooling, an optimizer's pointwise steps -- whose functional overload also runs CPU's
-# functional kernel straight, for speed: its new result is adopted (``_C._adopt``), so no
-# copy either way, and the call skips the composite's meta function, the mydev ``out=``
-# allocation and the boxed fallback's dispatch, about a third of a small call ("fallback
-# op" rows of docs/performance.md). ``fallback_stats`` counts them under these names.
-FAST_FUNCTIONAL: tuple[str, ...] = (
-    "mm",
-    "bmm",
-    "addmm",
-    "baddbmm",
-    "_softmax",
-    "_log_softmax",
-    "_softmax_backward_data",
-    "_log_softmax_backward_data",
-    "gelu",
-    "gelu_backward",
-    "silu",
-    "silu_backward",
-    "sigmoid",
-    "sigmoid_backward",
-    "tanh",
-    "tanh_backward",
-    "nll_loss_forward",
-    "nll_loss_backward",
-    "max_pool2d_with_indices",
-    "max_pool2d_with_indices_backward",
-    "addcmul",
-    "addcdiv",
-    "lerp.Scalar",
-    "sqrt",
-    # RMSNorm's pow(2) and rsqrt, the activations of timm / torchvision models, erf (GELU)
-    "pow.Tensor_Scalar",
-    "rsqrt",
-    "reciprocal",
-    "erf",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "hardsigmoid",
-    "hardsigmoid_backward",
-    "elu",
-    "elu_backward",
-    "softplus",
-    "softplus_backward",
-    "mish",
-)
 
 
 def _overload(name: str) -> torch._ops.OpOverload:
@@ -499,20 +453,23 @@ EXPLICIT_TARGETS: dict[str, tuple[str, bool]] = {
 
 def fast_path_facts(
     op: torch._ops.OpOverload,
-) -> tuple[str, tuple[bool, ...], str | None, bool, tuple[bool, ...]] | None:
+) -> tuple[str, tuple[bool, ...], str | None, bool, tuple[bool, ...], str | None] | None:
     """What the stub's C++ path (``csrc_stub/ops/fallback.cpp``) needs to run ``op``'s plain
     calls: the name it is counted under, which arguments it writes, for an ``EXPLICIT``
-    op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``), and which arguments may
-    be CPU tensors (``fallback.devices.CPU_ALLOWED``, as on CUDA); None when every call
-    must run here in Python: a view op, a random op (its generator), one that runs another
-    CPU kernel (``fallback.rnn``), or an op outside ``aten``."""
+    op the op whose CPU kernel runs instead (``EXPLICIT_TARGETS``), which arguments may
+    be CPU tensors (``fallback.devices.CPU_ALLOWED``, as on CUDA), and for a structured
+    functional op the ``out=`` overload whose own mydev kernel takes its dense calls
+    (``fallback.structured``); None when every call must run here in Python: a view op, a
+    random op (its generator), one that runs another CPU kernel (``fallback.rnn``), or an
+    op outside ``aten``."""
     op_info = fs.info(op)
     if op_info.is_view or op_info.random or op_info.cpu_kernel is not op or op.namespace != "aten":
         return None
     target, bias_sizes = EXPLICIT_TARGETS.get(op_info.name, (None, False))
     allowed = fd.CPU_ALLOWED.get(op_info.name, frozenset())
     cpu_allowed = tuple(name in allowed for name in op_info.names)
-    return op_info.name, op_info.written, target, bias_sizes, cpu_allowed
+    out = fst.out_overload(op) if op in _STRUCTURED else None
+    return op_info.name, op_info.written, target, bias_sizes, cpu_allowed, out
 
 
 def _to_mydev(t: torch.Tensor, index: int) -> torch.Tensor:
@@ -539,17 +496,16 @@ def register() -> None:
         explicit.impl(op, fn, PYTHON_KEY)
         _C._fallback_kernel(op)
     CPU_KERNEL_OPS[:] = cpu_kernel_ops()
-    CPU_KERNEL_OPS.extend(
-        _overload(name) for name in (*FUNCTIONAL_ON_CPU, *META_WARNS_ON_CPU, *FAST_FUNCTIONAL)
-    )
+    CPU_KERNEL_OPS.extend(_overload(name) for name in (*FUNCTIONAL_ON_CPU, *META_WARNS_ON_CPU))
     for op in CPU_KERNEL_OPS:
         name = op_name(op).removeprefix("aten::")
         explicit.impl(name, fs.op_kernel(op, run_on_cpu, "cpu_kernel"), PYTHON_KEY)
         _C._fallback_kernel(name)
-    # structured functional ops: CPU's layout for non-dense inputs (fallback_structured)
+    # structured functional ops: CPU's functional kernel (fallback.structured)
     STRUCTURED_OPS[:] = fst.structured_functional_ops(
         _structured, {op_name(op) for op in CPU_KERNEL_OPS}
     )
+    _STRUCTURED.update(STRUCTURED_OPS)
     for op in STRUCTURED_OPS:
         name = op_name(op).removeprefix("aten::")
         explicit.impl(name, fst.kernel_for(op, run_on_cpu), PYTHON_KEY)
