@@ -24,6 +24,7 @@
 #include "ops/random.cpp"
 #include "ops/sdpa.cpp"
 #include "ops/views.cpp"
+#include "replay/native_kinds.cpp"
 #include "replay/native_replay.cpp"
 #include "replay/numbers.cpp"
 #include "replay/replay.cpp"

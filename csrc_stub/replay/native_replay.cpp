@@ -23,13 +23,10 @@
 // its parameters, the bytes each operand's storage must hold). Each record owns a copy of
 // its parameters' block, so a table emptied while another thread runs one of its records
 // frees nothing that call reads.
-#include "../mydev.h"
+#include "native_replay.h"
 #include "numbers.h"
 
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
 #include <c10/core/DefaultDtype.h>
-#include <ATen/Parallel.h>
 #include <c10/util/TypeCast.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
@@ -47,52 +44,6 @@
 
 namespace mydev {
 namespace {
-
-using Loop2 = int64_t (*)(int64_t, int64_t, int64_t, int64_t);
-
-struct NativeRecord {
-  std::vector<int64_t> sizes;  // the new output's layout (unused in place)
-  std::vector<int64_t> strides;
-  c10::ScalarType dtype;
-  int64_t device;
-  uintptr_t entry;
-  std::vector<int64_t> params;  // a copy of the packed parameters' block
-  int64_t extents[2];  // the bytes each operand's storage must hold from its first element
-  c10::ScalarType constant_dtype;  // what the loop reads a number operand as
-  int64_t unit = 1;  // what every start address must be a multiple of (a copy loop's unit)
-};
-
-constexpr size_t kTableSize = 4096;  // as ops/replay.py TABLE_SIZE: a full table is emptied
-
-struct NativeTable {
-  std::shared_mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<const NativeRecord>> records;
-};
-
-// What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), a
-// functional reduction, a clone (a copy into a new tensor), or empty_like's layout
-// (ops/replay.py NATIVE's last field).
-enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3, kEmptyLike = 4 };
-
-struct NativeKernel : c10::OperatorKernel {
-  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, Kind kind)
-      : table(table), operands(operands), alpha(alpha), inplace(inplace), kind(kind) {}
-
-  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
-
-  NativeTable* table;
-  size_t operands;  // the leading operands (tensors, at most one of them a number): 1 or 2
-  bool alpha;  // a third argument that must be the integer 1
-  bool inplace;  // the loop writes operand 0 (`self`), which is returned
-  // kFill: fill_.Scalar / zero_ (operands 1: the value is argument 1, or 0), a recorded copy
-  // loop from the value, converted with Scalar::to's overflow check, into `self`.
-  // kReduce: sum/mean (.dim_IntList/.dim and all-dims), amax/amin: the dims, keepdim,
-  // dtype= and torch's thread count are part of the key; the output is new.
-  // kClone: clone (operands 1), its memory format in the key; the output is new.
-  // kEmptyLike: empty_like whose options are self's own, its memory format in the key: a new
-  // tensor with the strides Python's rule gave (no loop).
-  Kind kind;
-};
 
 struct NativeReplayState {
   std::mutex mutex;  // guards `tables` (not their contents) and `library`
@@ -115,32 +66,28 @@ NativeTable* table_named(const std::string& name) {
   return table.get();
 }
 
-// Whether the loop may read or write `t` from `start` (its element 0): its storage holds the
-// record's extent from there, and `start` is a multiple of the record's unit.
+std::string key_string(const LayoutKey& key) {
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
+}
+
+} // namespace
+
 bool reachable(const at::Tensor& t, uintptr_t start, int64_t extent, const NativeRecord& record) {
   return storage_holds(t, start, extent) && start % static_cast<uintptr_t>(record.unit) == 0;
 }
 
-// The last word of a call's key: its number operand's type (0: none) and position, and the
-// default dtype.
 int64_t key_word(c10::ScalarType number, int64_t position) {
   const int64_t type = number == c10::ScalarType::Undefined ? 0 : 1 + static_cast<int64_t>(number);
   const int64_t default_dtype = static_cast<int64_t>(c10::get_default_dtype_as_scalartype());
   return type | (position << 8) | ((1 + default_dtype) << 16);
 }
 
-std::string key_string(const LayoutKey& key) {
-  return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
-}
-
-// The record `table` holds under `key`, or null.
-std::shared_ptr<const NativeRecord> find_record(NativeTable& table, const LayoutKey& key) {
+std::shared_ptr<const NativeRecord> native_record(NativeTable& table, const LayoutKey& key) {
   std::shared_lock<std::shared_mutex> lock(table.mutex);
   auto found = table.records.find(key_string(key));
   return found == table.records.end() ? nullptr : found->second;
 }
 
-// The call's first argument as a strided mydev tensor with storage, or null.
 const at::Tensor* mydev_self(const c10::IValue& arg) {
   if (!arg.isTensor() || !arg.toTensor().defined()) {
     return nullptr;
@@ -151,7 +98,6 @@ const at::Tensor* mydev_self(const c10::IValue& arg) {
   return ok ? &self : nullptr;
 }
 
-// `self`'s layout key (replay.cpp `layout_key`) and its lazy bits.
 LayoutKey self_key(const at::Tensor& self, int64_t& flags_any) {
   const at::Tensor* tensors[1] = {&self};
   LayoutKey key;
@@ -159,206 +105,7 @@ LayoutKey self_key(const at::Tensor& self, int64_t& flags_any) {
   return key;
 }
 
-// The key words of a reduction's own arguments, as Python's head keeps them
-// (ops/reduction/entries.py `served`): the dims as given (-1: None; else their count, then
-// each), keepdim, dtype= (-1: None) and torch's thread count (the plan depends on it).
-void reduction_words(
-    LayoutKey& key,
-    const std::optional<std::vector<int64_t>>& dims,
-    bool keepdim,
-    std::optional<c10::ScalarType> dtype) {
-  if (dims.has_value()) {
-    key.push_back(static_cast<int64_t>(dims->size()));
-    for (const int64_t d : *dims) {
-      key.push_back(d);
-    }
-  } else {
-    key.push_back(-1);
-  }
-  key.push_back(keepdim ? 1 : 0);
-  key.push_back(dtype.has_value() ? static_cast<int64_t>(*dtype) : -1);
-  key.push_back(static_cast<int64_t>(at::get_num_threads()));
-}
-
-// A functional reduction: the recorded replica from `self` into a new output.
-bool replay_reduce(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const at::Tensor* found_self = mydev_self(args[0]);
-  if (found_self == nullptr) {
-    return false;
-  }
-  const at::Tensor& self = *found_self;
-  std::optional<std::vector<int64_t>> dims;
-  bool keepdim = false;
-  const c10::IValue* dtype_arg = nullptr;
-  if (args.size() == 2) {  // sum / mean of every dim: (self, dtype)
-    dtype_arg = &args[1];
-  } else if (args.size() >= 3) {  // (self, dim, keepdim[, dtype])
-    if (args[1].isIntList()) {
-      dims = args[1].toIntVector();
-    } else if (!args[1].isNone()) {
-      return false;
-    }
-    if (!args[2].isBool()) {
-      return false;
-    }
-    keepdim = args[2].toBool();
-    if (args.size() == 4) {
-      dtype_arg = &args[3];
-    }
-  }
-  std::optional<c10::ScalarType> dtype;
-  if (dtype_arg != nullptr && !dtype_arg->isNone()) {
-    if (!dtype_arg->isInt()) {
-      return false;
-    }
-    dtype = static_cast<c10::ScalarType>(dtype_arg->toInt());
-  }
-  int64_t flags_any = 0;
-  LayoutKey key = self_key(self, flags_any);
-  if (flags_any & (kFlagConj | kFlagNeg)) {
-    return false;  // read only: a copy-on-write input is fine
-  }
-  key.push_back(key_word(c10::ScalarType::Undefined, 0));
-  reduction_words(key, dims, keepdim, dtype);
-  const auto record = find_record(*kernel.table, key);
-  if (!record) {
-    return false;
-  }
-  const uintptr_t start = first_byte(self);
-  if (!reachable(self, start, record->extents[0], *record)) {
-    return false;  // Python raises
-  }
-  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
-  reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(first_byte(out)),
-      static_cast<int64_t>(start),
-      0,
-      reinterpret_cast<int64_t>(record->params.data()));
-  return true;
-}
-
-// fill_.Scalar / zero_: the recorded copy loop from the value's bytes into `self`.
-bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const at::Tensor* found_self = mydev_self(args[0]);
-  if (found_self == nullptr) {
-    return false;
-  }
-  const at::Tensor& self = *found_self;
-  Number number;
-  number.type = c10::ScalarType::Long;  // zero_
-  if (args.size() > 1) {
-    auto found = number_of(args[1]);
-    if (!found || args[1].isTensor()) {
-      return false;
-    }
-    number = *found;
-  }
-  int64_t flags_any = 0;
-  LayoutKey key = self_key(self, flags_any);
-  if (flags_any != 0) {
-    return false;  // a lazy bit, or copy-on-write: Python's path
-  }
-  key.push_back(key_word(number.type, 1));
-  const auto record = find_record(*kernel.table, key);
-  if (!record) {
-    return false;
-  }
-  alignas(16) unsigned char constant[16] = {};
-  if (!checked_number_bytes(number, record->constant_dtype, constant)) {
-    return false;
-  }
-  const uintptr_t start = first_byte(self);
-  if (!reachable(self, start, record->extents[0], *record)) {
-    return false;
-  }
-  reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(start),
-      static_cast<int64_t>(reinterpret_cast<uintptr_t>(constant)),
-      0,
-      reinterpret_cast<int64_t>(record->params.data()));
-  out = self;
-  return true;
-}
-
-// The record of a new tensor made from `self` alone (clone, empty_like): `self`'s layout key
-// and a memory format (argument `format_arg`: MemoryFormat's value, None as preserve_format,
-// 1) standing where a number's position would (these ops have none); null when there is none
-// or Python must run (not a mydev tensor, a lazy bit, a copy-on-write storage).
-std::shared_ptr<const NativeRecord> new_tensor_record(
-    const NativeKernel& kernel,
-    c10::ArrayRef<c10::IValue> args,
-    size_t format_arg,
-    const at::Tensor*& self) {
-  self = mydev_self(args[0]);
-  if (self == nullptr) {
-    return nullptr;
-  }
-  int64_t format = static_cast<int64_t>(c10::MemoryFormat::Preserve);
-  if (args.size() > format_arg && !args[format_arg].isNone()) {
-    if (!args[format_arg].isInt()) {
-      return nullptr;
-    }
-    format = args[format_arg].toInt();
-  }
-  int64_t flags_any = 0;
-  LayoutKey key = self_key(*self, flags_any);
-  if (flags_any != 0) {
-    return nullptr;
-  }
-  key.push_back(key_word(c10::ScalarType::Undefined, format));
-  return find_record(*kernel.table, key);
-}
-
-// empty_like(self, dtype, layout, device, pin_memory, memory_format) whose options are
-// `self`'s own (or not given; pin_memory false): a new tensor with the strides Python's rule
-// gave for this layout and format (ops/replay.py `record_empty_like`), filled as ATen's
-// empty_like fills under deterministic algorithms.
-bool replay_empty_like(
-    const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  if (args.size() != 6) {
-    return false;
-  }
-  const at::Tensor* self = nullptr;
-  const auto record = new_tensor_record(kernel, args, 5, self);
-  if (!record) {
-    return false;
-  }
-  const auto is_int = [](const c10::IValue& v, int64_t value) {
-    return v.isInt() && v.toInt() == value;
-  };
-  const bool own_options =
-      (args[1].isNone() || is_int(args[1], static_cast<int64_t>(self->scalar_type()))) &&
-      (args[2].isNone() || is_int(args[2], static_cast<int64_t>(c10::kStrided))) &&
-      (args[3].isNone() || (args[3].isDevice() && args[3].toDevice() == self->device())) &&
-      (args[4].isNone() || (args[4].isBool() && !args[4].toBool()));
-  if (!own_options) {
-    return false;
-  }
-  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
-  fill_uninitialized(out);
-  return true;
-}
-
-// clone(self, *, memory_format): a recorded same-dtype copy (ops/replay.py `record_clone`)
-// into a new tensor laid out as the record says.
-bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
-  const at::Tensor* self = nullptr;
-  const auto record = new_tensor_record(kernel, args, 1, self);
-  if (!record) {
-    return false;
-  }
-  const uintptr_t start = first_byte(*self);
-  if (!reachable(*self, start, record->extents[1], *record)) {
-    return false;
-  }
-  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
-  reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(first_byte(out)),  // a new block: 64-byte aligned, a unit's multiple
-      static_cast<int64_t>(start),
-      0,
-      reinterpret_cast<int64_t>(record->params.data()));
-  return true;
-}
+namespace {
 
 // Runs the recorded call on the stack's operands: true with `out` the result (a new tensor,
 // or self in place), false when the call is not one this table can run.
@@ -421,7 +168,7 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
     return false;
   }
   key.push_back(key_word(number.type, number_position));
-  const auto record = find_record(*kernel.table, key);
+  const auto record = native_record(*kernel.table, key);
   if (!record) {
     return false;
   }
@@ -459,6 +206,8 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   return true;
 }
 
+} // namespace
+
 void NativeKernel::operator()(
     const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const size_t n = op.schema().arguments().size();
@@ -470,6 +219,8 @@ void NativeKernel::operator()(
   torch::jit::drop(*stack, n);
   torch::jit::push(*stack, std::move(out));
 }
+
+namespace {
 
 c10::ScalarType dtype_or_undefined(const pybind11::object& dtype, const char* what) {
   if (dtype.is_none()) {
