@@ -7,17 +7,20 @@
 // ops/replay.py NATIVE) the stub registers a C++ kernel on PrivateUse1
 // (`_native_replay_kernel`) and Python's kernel on PrivateUse3, a backend key no tensor
 // carries. The C++ kernel looks the call's key up in its op's table, and on a hit runs the
-// loop as `_replay` does, into a new output or, in place, into `self`; anything else (`alpha`
-// other than 1, a lazy bit, no record, a storage too small for the layout, an in-place
-// operand sharing self's storage) is redispatched to Python's kernel, which raises, plans or
-// records. Python fills the tables as it answers repeats (torch_mydev/ops/replay.py `record`:
-// `_native_replay_put`) and empties them with its own (`_native_replay_clear`).
+// loop as `_replay` does, into a new output or, in place, into `self`; anything else (an
+// `alpha` it cannot convert as Python would, a lazy bit, no record, a storage too small for
+// the layout, an in-place operand sharing self's storage) is redispatched to Python's
+// kernel, which raises, plans or records. Python fills the tables as it answers repeats
+// (torch_mydev/ops/replay.py `record`: `_native_replay_put`) and empties them with its own
+// (`_native_replay_clear`).
 //
 // A call's key is the layout key of its tensors (replay.cpp `layout_key`, what Python's
 // `_signature` reads) and one word: a Python number operand's type and position, and the
 // default dtype (it decides an integer tensor with a float number, or an integer division).
 // The number's value is not in the key: the record says which dtype the loop reads it in
-// (`constant_dtype`); each call converts its own value there as `c10::convert` does.
+// (`constant_dtype`); each call converts its own value there as `c10::convert` does. Nor is
+// add's and sub's `alpha`: each call writes its value into a copy of the record's
+// parameters (numbers.h `alpha_bytes`), where the record says (`alpha_word`).
 //
 // It decides nothing: a record is what Python decided (the output's layout, the loop and
 // its parameters, the bytes each operand's storage must hold). Each record owns a copy of
@@ -27,6 +30,7 @@
 #include "numbers.h"
 
 #include <c10/core/DefaultDtype.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/TypeCast.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
@@ -153,9 +157,6 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   if (count == 0) {
     return false;
   }
-  if (kernel.alpha && !(args[2].isInt() && args[2].toInt() == 1)) {
-    return false;
-  }
   if (kernel.inplace && count == 2 && tensors[0]->unsafeGetTensorImpl() !=
           tensors[1]->unsafeGetTensorImpl() &&
       tensors[0]->storage().data() == tensors[1]->storage().data()) {
@@ -171,6 +172,23 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   const auto record = native_record(*kernel.table, key);
   if (!record) {
     return false;
+  }
+  // alpha's compute value, written into a copy of the parameters on this call's stack
+  const int64_t* params = record->params.data();
+  c10::SmallVector<int64_t, 64> with_alpha;
+  if (kernel.alpha != 0) {
+    if (record->alpha_word < 0) {
+      if (!(args[2].isInt() && args[2].toInt() == 1)) {
+        return false;
+      }
+    } else {
+      with_alpha.assign(record->params.begin(), record->params.end());
+      int64_t* word = &with_alpha[static_cast<size_t>(record->alpha_word)];
+      if (!alpha_bytes(args[2], kernel.alpha, record->alpha_dtype, word)) {
+        return false;
+      }
+      params = with_alpha.data();
+    }
   }
   // The loop's operands in order; a number's are its bytes on this call's stack.
   alignas(16) unsigned char constant[16] = {};
@@ -201,7 +219,7 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
       static_cast<int64_t>(target),
       static_cast<int64_t>(starts[0]),
       static_cast<int64_t>(kernel.operands == 2 ? starts[1] : starts[0]),
-      reinterpret_cast<int64_t>(record->params.data()));
+      reinterpret_cast<int64_t>(params));
   TORCH_CHECK(status == 0, "ZeroDivisionError");
   return true;
 }
@@ -238,10 +256,11 @@ void init_native_replay(pybind11::module& m) {
       [](const std::string& op,
          const std::string& table,
          int64_t operands,
-         bool alpha,
+         int64_t alpha,
          bool inplace,
          int64_t kind) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
+        TORCH_CHECK(alpha >= -1 && alpha <= 1, "_native_replay_kernel: alpha -1, 0 or 1");
         TORCH_CHECK(kind >= 0 && kind <= 4, "_native_replay_kernel: kind 0 to 4");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
@@ -253,10 +272,15 @@ void init_native_replay(pybind11::module& m) {
         s.library->impl(
             op.c_str(),
             torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(
-                found, static_cast<size_t>(operands), alpha, inplace, static_cast<Kind>(kind))));
+                found,
+                static_cast<size_t>(operands),
+                static_cast<int>(alpha),
+                inplace,
+                static_cast<Kind>(kind))));
       },
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
-      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha, inplace, kind: "
+      "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha: 1 add's, -1 "
+      "sub's, 0 none, inplace, kind: "
       "0 elementwise, 1 fill, 2 reduction, 3 clone, 4 empty_like)");
   m.def(
       "_native_replay_put",
@@ -274,7 +298,9 @@ void init_native_replay(pybind11::module& m) {
          int64_t position,
          pybind11::object constant_dtype,
          int64_t unit,
-         pybind11::object reduction) {
+         pybind11::object reduction,
+         int64_t alpha_word,
+         pybind11::object alpha_dtype) {
         auto record = std::make_shared<NativeRecord>();
         record->sizes = std::move(sizes);
         record->strides = std::move(strides);
@@ -290,7 +316,12 @@ void init_native_replay(pybind11::module& m) {
         record->constant_dtype = dtype_or_undefined(constant_dtype, "_native_replay_put: constant");
         TORCH_CHECK(unit >= 1 && unit <= 16, "_native_replay_put: unit must be 1 to 16");
         record->unit = unit;
+        const int64_t words_held = static_cast<int64_t>(record->params.size());
         TORCH_CHECK(
+            alpha_word < 0 || alpha_word + 2 <= words_held,
+            "_native_replay_put: alpha_word must leave two words in the block");
+        record->alpha_word = alpha_word;
+        record->alpha_dtype = dtype_or_undefined(alpha_dtype, "_native_replay_put: alpha_dtype");        TORCH_CHECK(
             (number_type == c10::ScalarType::Undefined) ==
                 (record->constant_dtype == c10::ScalarType::Undefined),
             "_native_replay_put: a number operand needs its constant dtype");
@@ -320,13 +351,16 @@ void init_native_replay(pybind11::module& m) {
       "Record one call signature for the C++ replay: (table, layout key, sizes, strides, "
       "dtype, device, entry, params bytes, extent0, extent1, number dtype or None, the "
       "number's position, the dtype the loop reads it as or None, unit, a reduction's "
-      "(dims or None, keepdim, dtype or None) or None)",
+      "(dims or None, keepdim, dtype or None) or None, the params word of add/sub's alpha "
+      "or -1, the dtype whose compute type it is written in or None)",
       pybind11::arg("table"), pybind11::arg("key"), pybind11::arg("sizes"),
       pybind11::arg("strides"), pybind11::arg("dtype"), pybind11::arg("device"),
       pybind11::arg("entry"), pybind11::arg("params"), pybind11::arg("extent0"),
       pybind11::arg("extent1"), pybind11::arg("number"), pybind11::arg("position"),
       pybind11::arg("constant_dtype"), pybind11::arg("unit") = 1,
-      pybind11::arg("reduction") = pybind11::none());
+      pybind11::arg("reduction") = pybind11::none(),
+      pybind11::arg("alpha_word") = -1,
+      pybind11::arg("alpha_dtype") = pybind11::none());
   m.def(
       "_native_replay_clear",
       [] {

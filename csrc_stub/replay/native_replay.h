@@ -29,6 +29,10 @@ struct NativeRecord {
   int64_t extents[2];  // the bytes each operand's storage must hold from its first element
   c10::ScalarType constant_dtype;  // what the loop reads a number operand as
   int64_t unit = 1;  // what every start address must be a multiple of (a copy loop's unit)
+  // add/sub: the word of `params` where the loop reads alpha's compute value, written per
+  // call in the compute type of `alpha_dtype` (numbers.h `alpha_bytes`); -1: none.
+  int64_t alpha_word = -1;
+  c10::ScalarType alpha_dtype = c10::ScalarType::Undefined;
 };
 
 constexpr size_t kTableSize = 4096;  // as ops/replay.py TABLE_SIZE: a full table is emptied
@@ -44,14 +48,14 @@ struct NativeTable {
 enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3, kEmptyLike = 4 };
 
 struct NativeKernel : c10::OperatorKernel {
-  NativeKernel(NativeTable* table, size_t operands, bool alpha, bool inplace, Kind kind)
+  NativeKernel(NativeTable* table, size_t operands, int alpha, bool inplace, Kind kind)
       : table(table), operands(operands), alpha(alpha), inplace(inplace), kind(kind) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
   NativeTable* table;
   size_t operands;  // the leading operands (tensors, at most one of them a number): 1 or 2
-  bool alpha;  // a third argument that must be the integer 1
+  int alpha;  // a third argument, alpha: add's (1), sub's (-1, the loop adds -alpha); 0: none
   bool inplace;  // the loop writes operand 0 (`self`), which is returned
   // kFill: fill_.Scalar / zero_ (operands 1: the value is argument 1, or 0), a recorded copy
   // loop from the value, converted with Scalar::to's overflow check, into `self`.

@@ -7,6 +7,9 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <cstring>
+#include <limits>
+
 namespace mydev {
 
 // The number `value` holds, or nullopt when it is none of the four.
@@ -125,6 +128,54 @@ bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out) {
     return store_as(to, out, [&](auto as) { return scalar.to<typename decltype(as)::type>(); });
   } catch (const c10::Error&) {
     return false;
+  }
+}
+
+bool alpha_bytes(const c10::IValue& alpha, int sign, c10::ScalarType dtype, void* out) {
+  Number n;
+  if (alpha.isInt()) {  // not a bool: an IValue's bool is no int
+    const int64_t value = alpha.toInt();
+    if (sign < 0 && value == std::numeric_limits<int64_t>::min()) {
+      return false;  // its negation is no int64 (Python's -alpha is a uint64 Scalar)
+    }
+    n.type = c10::ScalarType::Long;
+    n.integer = sign < 0 ? -value : value;
+  } else if (alpha.isDouble() && (c10::isFloatingType(dtype) || c10::isComplexType(dtype))) {
+    n.type = c10::ScalarType::Double;
+    n.real = sign < 0 ? -alpha.toDouble() : alpha.toDouble();
+  } else {
+    return false;
+  }
+  alignas(16) unsigned char lane[16] = {};
+  if (!checked_number_bytes(n, dtype, lane)) {
+    return false;
+  }
+  const auto widen = [&](auto value) {
+    std::memcpy(out, &value, sizeof(value));
+    return true;
+  };
+  switch (dtype) {
+    case c10::ScalarType::Half:
+      return widen(static_cast<float>(*reinterpret_cast<const c10::Half*>(lane)));
+    case c10::ScalarType::BFloat16:
+      return widen(static_cast<float>(*reinterpret_cast<const c10::BFloat16*>(lane)));
+    case c10::ScalarType::Byte:
+      return widen(static_cast<int64_t>(*reinterpret_cast<const uint8_t*>(lane)));
+    case c10::ScalarType::Char:
+      return widen(static_cast<int64_t>(*reinterpret_cast<const int8_t*>(lane)));
+    case c10::ScalarType::Short:
+      return widen(static_cast<int64_t>(*reinterpret_cast<const int16_t*>(lane)));
+    case c10::ScalarType::Int:
+      return widen(static_cast<int64_t>(*reinterpret_cast<const int32_t*>(lane)));
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Float:
+    case c10::ScalarType::Double:
+    case c10::ScalarType::ComplexFloat:
+    case c10::ScalarType::ComplexDouble:
+      std::memcpy(out, lane, c10::elementSize(dtype));
+      return true;
+    default:
+      return false;
   }
 }
 

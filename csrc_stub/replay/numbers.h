@@ -33,4 +33,11 @@ bool number_bytes(const Number& n, c10::ScalarType to, void* out);
 // number into a real dtype (Python's path raises those).
 bool checked_number_bytes(const Number& n, c10::ScalarType to, void* out);
 
+// add's (`sign` 1) or sub's (-1) `alpha` as the loop's compute value for `dtype`: `sign *
+// alpha` converted as `Scalar::to` does, then widened as Python's `kernels.compute_scalar`
+// widens it (float16 and bfloat16 to float, the integers to int64). False where Python must
+// decide: a bool, complex or symbolic alpha, a float alpha for an integral dtype (ATen's
+// alpha_check raises), a value `Scalar::to` refuses, a bool dtype or one with no native loop.
+bool alpha_bytes(const c10::IValue& alpha, int sign, c10::ScalarType dtype, void* out);
+
 } // namespace mydev

@@ -166,9 +166,9 @@ def test_the_default_dtype_is_part_of_the_key() -> None:
     assert (x * 0.5).dtype == torch.float32
 
 
-def test_steps_aside_for_operands_in_self_and_alpha() -> None:
-    """An in-place operand that is another view of ``self``'s storage, and ``alpha`` other
-    than 1, go to the Python path: CPU's answers and errors."""
+def test_steps_aside_for_operands_in_self() -> None:
+    """An in-place operand that is another view of ``self``'s storage goes to the Python
+    path: CPU's answers and errors."""
     replay.clear()
     base_cpu = torch.arange(12.0)
     base = base_cpu.to("mydev")
@@ -186,6 +186,54 @@ def test_steps_aside_for_operands_in_self_and_alpha() -> None:
     x = torch.ones(4, device="mydev")
     for alpha in (2, 3, 0.5):
         assert same_bits(x.clone().add_(x, alpha=alpha).cpu(), torch.ones(4).add_(1, alpha=alpha))
+
+
+_ALPHA_CALLS = {
+    "add": lambda x, y, alpha: torch.add(x, y, alpha=alpha),
+    "sub": lambda x, y, alpha: torch.sub(x, y, alpha=alpha),
+    "add_": lambda x, y, alpha: x.clone().add_(y, alpha=alpha),
+    "sub_": lambda x, y, alpha: x.clone().sub_(y.t(), alpha=alpha),
+}
+_ALPHA_DTYPES = (*FLOATS, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32,
+                 torch.int64)  # fmt: skip
+
+
+@given(
+    dtype=st.sampled_from(_ALPHA_DTYPES),
+    alpha=st.one_of(
+        st.integers(-(1 << 63) + 1, (1 << 63) - 1),
+        st.integers(-300, 300),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(-1e-3, 1e-3),
+        st.booleans(),
+    ),
+)
+def test_alpha_is_written_per_call_and_equals_cpu(dtype, alpha) -> None:
+    """add's and sub's ``alpha`` is not in the stub's key: a record made with alpha 1 answers
+    every other int alpha, and float alpha of a floating dtype, writing its compute value per
+    call (``alpha_bytes``: ``Scalar::to``, then widened) with the Python path forbidden, and
+    equals CPU bit for bit. What CPU refuses (an alpha out of the dtype's range, a float
+    alpha for integers, a bool alpha) the stub leaves to Python, which raises as CPU does."""
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(5, 5, generator=g, dtype=torch.float64) * 20).to(dtype)
+    y = (torch.randn(5, 5, generator=g, dtype=torch.float64) * 20).to(dtype)
+    dx, dy = x.to("mydev"), y.to("mydev")
+    replay.clear()
+    for call in _ALPHA_CALLS.values():
+        call(dx, dy, 1)
+        call(dx, dy, 1)  # recorded
+    for name, call in _ALPHA_CALLS.items():
+        try:
+            expected = call(x, y, alpha)
+        except Exception as error:  # the type is what is compared
+            with pytest.raises(type(error)):
+                call(dx, dy, alpha)
+            continue
+        with pytest.MonkeyPatch.context() as patch:
+            _python_path_forbidden(patch)
+            got = call(dx, dy, alpha)
+        assert got.dtype == expected.dtype and got.stride() == expected.stride(), name
+        assert same_bits(got.cpu(), expected), (name, alpha)
 
 
 def test_a_storage_too_small_still_raises() -> None:

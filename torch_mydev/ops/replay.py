@@ -12,8 +12,11 @@ loop through a numba C entry point (``kernels/elementwise/_replay.py``, ``_repla
 Records are made here from entries the Python path made (``record``), on a signature's
 second call (a one-off call never loads the entry points), one table per op and form, for
 the calls whose entry depends on nothing but the tensors' layouts and a number's type:
-every tensor on mydev, ``alpha`` the default 1, a loop small enough to run serially. A call
-the table does not know goes to the Python path, which raises, plans or records.
+every tensor on mydev, a loop small enough to run serially. add's and sub's ``alpha`` (an
+int, or a float for a floating dtype) is written per call into the stub's copy of the
+parameters, so a new learning rate finds the record; ``_C._replay``'s Python tables take
+``alpha`` 1 only. A call the table does not know goes to the Python path, which raises,
+plans or records.
 """
 
 from __future__ import annotations
@@ -70,17 +73,18 @@ NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 ELEMENTWISE, FILL, REDUCE, CLONE, EMPTY_LIKE = 0, 1, 2, 3, 4
 
 # The overloads the stub replays before Python (csrc_stub/replay/native_replay.cpp): overload ->
-# (table, leading operands, whether an ``alpha`` argument must be 1, in place, kind). Their
+# (table, leading operands, an ``alpha`` argument: add's 1, sub's -1 (the loop adds
+# ``-alpha``), 0 none; in place, kind). alpha's value is written per call (not keyed). Their
 # Python kernels are registered for PrivateUse3, where the stub's kernel sends every call it
 # does not replay. A number operand (``x * 0.5``, ``x.mul_(beta)``, ``x.fill_(1.0)``) is part
 # of a call's key by its type and position, its value converted per call; a reduction's
 # dims, keepdim, dtype= and thread count are part of its key.
-NATIVE: dict[str, tuple[str, int, bool, bool, int]] = {
+NATIVE: dict[str, tuple[str, int, int, bool, int]] = {
     **{
         f"{name}{inplace}.{overload}": (
             name + inplace,
             2,
-            name in ("add", "sub"),
+            {"add": 1, "sub": -1}.get(name, 0),
             bool(inplace),
             ELEMENTWISE,
         )
@@ -89,30 +93,30 @@ NATIVE: dict[str, tuple[str, int, bool, bool, int]] = {
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}.{overload}": (name, 2, False, False, ELEMENTWISE)
+        f"{name}.{overload}": (name, 2, 0, False, ELEMENTWISE)
         for name in ("eq", "ne", "lt", "le", "gt", "ge")
         for overload in ("Tensor", "Scalar")
     },
     **{
-        f"{name}{inplace}": (name + inplace, 1, False, bool(inplace), ELEMENTWISE)
+        f"{name}{inplace}": (name + inplace, 1, 0, bool(inplace), ELEMENTWISE)
         for name in ("neg", "abs", "relu")
         for inplace in ("", "_")
     },
     # a copy from the value's bytes (``record_fill``); zero_ is fill_ with the int 0
-    "fill_.Scalar": ("fill_", 1, False, True, FILL),
-    "zero_": ("fill_", 1, False, True, FILL),
+    "fill_.Scalar": ("fill_", 1, 0, True, FILL),
+    "zero_": ("fill_", 1, 0, True, FILL),
     # the exact float replicas (``kernels.reduction.CascadeRun``); sum and mean of every dim
     # share their table with the dims overload (Python keys both by dims None)
-    "sum.dim_IntList": ("r.sum", 1, False, False, REDUCE),
-    "sum": ("r.sum", 1, False, False, REDUCE),
-    "mean.dim": ("r.mean", 1, False, False, REDUCE),
-    "mean": ("r.mean", 1, False, False, REDUCE),
-    "amax": ("r.amax", 1, False, False, REDUCE),
-    "amin": ("r.amin", 1, False, False, REDUCE),
+    "sum.dim_IntList": ("r.sum", 1, 0, False, REDUCE),
+    "sum": ("r.sum", 1, 0, False, REDUCE),
+    "mean.dim": ("r.mean", 1, 0, False, REDUCE),
+    "mean": ("r.mean", 1, 0, False, REDUCE),
+    "amax": ("r.amax", 1, 0, False, REDUCE),
+    "amin": ("r.amin", 1, 0, False, REDUCE),
     # a same-dtype copy into a new tensor (``record_clone``), its memory format in the key
-    "clone": ("clone", 1, False, False, CLONE),
+    "clone": ("clone", 1, 0, False, CLONE),
     # the strides Python's rule gave (``record_empty_like``), its memory format in the key
-    "empty_like": ("empty_like", 1, False, False, EMPTY_LIKE),
+    "empty_like": ("empty_like", 1, 0, False, EMPTY_LIKE),
 }
 
 # clone's memory format as the stub keys it: c10::MemoryFormat's value, None as preserve.
@@ -148,6 +152,7 @@ def reduction_target(
 
 
 _NATIVE_TABLES = frozenset(table for table, *_, kind in NATIVE.values() if kind == ELEMENTWISE)
+_ALPHA_TABLES = frozenset(table for table, _, alpha, *_ in NATIVE.values() if alpha)
 _TARGETS: dict[tuple, Target | None] = {}
 
 
@@ -196,10 +201,13 @@ def record(where: Target, key: bytes, entry) -> None:
     address, params = block
     extents = entry.prepared.extents
     extent0, extent1 = extents[1], extents[2] if len(extents) > 2 else 0
+    alpha_word, alpha_dtype = -1, None
+    if where.name in _ALPHA_TABLES:  # add/sub: the stub writes each call's alpha there
+        alpha_word, alpha_dtype = entry.prepared.replay_value_word(), entry.dtype
     _C._native_replay_put(
         where.name, key, entry.sizes, entry.strides, entry.dtype, entry.device, address,
         params.tobytes(), extent0, extent1, where.number, where.position, entry.constant_dtype,
-        getattr(entry.prepared, "unit", 1), where.reduction,
+        getattr(entry.prepared, "unit", 1), where.reduction, alpha_word, alpha_dtype,
     )  # fmt: skip
     if where.python is not None:
         _put(

@@ -26,7 +26,7 @@ def pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -
     """The parameter block the entries read: ndim, meta (``META_WORDS`` words), shape,
     strides, then the compute value's bytes (the one definition of its layout)."""
     ndim = shape.shape[0]
-    head = 1 + META_WORDS + ndim + strides.size
+    head = _head_words(strides, shape)
     params = np.zeros(head + 2, dtype=np.int64)
     params[0] = ndim
     params[1 : 1 + meta.shape[0]] = meta
@@ -36,6 +36,18 @@ def pack(meta: np.ndarray, strides: np.ndarray, shape: np.ndarray, value=None) -
         raw = np.frombuffer(np.asarray(value).tobytes(), dtype=np.uint8)
         params.view(np.uint8)[8 * head : 8 * head + raw.size] = raw
     return params
+
+
+def _head_words(strides: np.ndarray, shape: np.ndarray) -> int:
+    """The words before the compute value: ndim, meta, shape, strides."""
+    return 1 + META_WORDS + shape.shape[0] + strides.size
+
+
+def value_word(args: tuple) -> int:
+    """The word of a binary loop's block (``pack``) where its compute value starts (add's
+    ``alpha``), for its arguments after the addresses (``Prepared.args``)."""
+    *_, strides, shape, _value = args
+    return _head_words(strides, shape)
 
 
 @numba.njit(inline="always", **JIT)

@@ -120,6 +120,15 @@ class Prepared(NamedTuple):
 
         return _replay.block_of(self.kind, self.args)
 
+    def replay_value_word(self) -> int:
+        """The word of a binary loop's ``replay_block`` holding its compute value (add's
+        ``alpha``), which the stub's replay writes per call; -1 for other loops."""
+        if self.kind != "binary":
+            return -1
+        from torch_mydev.kernels.elementwise import _replay
+
+        return _replay.value_word(self.args)
+
 
 def prepare_binary(
     op: str,

@@ -144,12 +144,14 @@ def fast_binary(
     else:
         return None
     record_in = None
-    if mode is None and alpha_kind is int and alpha == 1:
+    if mode is None and alpha_kind in (int, float):  # the stub writes alpha per call
         record_in = (
             replay.target(name, inplace)
             if number is None
             else replay.target(name, inplace, type(number), int(not number_first))
         )
+        if record_in is not None and not (alpha_kind is int and alpha == 1):
+            record_in = record_in._replace(python=None)  # _C._replay's tables: alpha 1 only
     if number is None:
         cache_key = (name, mode, key, None, alpha_key, inplace, None if name != "div" else
                      torch.get_default_dtype())  # fmt: skip
