@@ -36,6 +36,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/COW.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <atomic>
@@ -52,18 +53,21 @@ namespace {
 std::atomic<int> releasing{0};
 std::atomic<bool> python_exiting{false};
 
-// The alias's keep-alive of the mydev storage, released from whichever thread drops the
-// alias (guarded_release).
+// The alias's keep-alive of the mydev storage (a reference of the StorageImpl's own count),
+// released from whichever thread drops the alias (guarded_release).
 void release_storage(void* ctx) {
-  guarded_release(ctx, [](void* storage) { delete static_cast<c10::Storage*>(storage); });
+  guarded_release(ctx, [](void* storage) {
+    c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(storage));
+  });
 }
 
 // Written through: a copy-on-write mydev storage is materialised first (mutable access), as
 // a CPU kernel writing a copy-on-write tensor materialises it.
 c10::Storage cpu_storage_over(const c10::Storage& storage, bool growable) {
-  auto* keep = new c10::Storage(storage);
-  c10::DataPtr data(
-      storage.mutable_data(), keep, &release_storage, c10::Device(c10::DeviceType::CPU));
+  void* data_ptr = storage.mutable_data();
+  c10::StorageImpl* keep = storage.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(keep);
+  c10::DataPtr data(data_ptr, keep, &release_storage, c10::Device(c10::DeviceType::CPU));
   return c10::Storage(
       c10::Storage::use_byte_size_t(),
       storage.nbytes(),
@@ -200,8 +204,8 @@ at::Tensor adopt_cpu_result(const at::Tensor& tensor, int64_t index) {
     return {};
   }
   // Everything read before anything is taken: nothing below can fail half-way.
-  const std::vector<int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
-  const std::vector<int64_t> strides(tensor.strides().begin(), tensor.strides().end());
+  const c10::SmallVector<int64_t, 6> sizes(tensor.sizes().begin(), tensor.sizes().end());
+  const c10::SmallVector<int64_t, 6> strides(tensor.strides().begin(), tensor.strides().end());
   const int64_t offset = tensor.storage_offset();
   at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(

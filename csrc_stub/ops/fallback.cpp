@@ -127,10 +127,14 @@ void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 namespace {
 
 // The boxed fallback and the per-op fallback kernels: the plain path, else Python's.
-void fallback_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  if (!run_plain(op, facts_of(op), stack)) {
+void fallback_kernel(const c10::OperatorHandle& op, OpFacts& facts, torch::jit::Stack* stack) {
+  if (!run_plain(op, facts, stack)) {
     python_fallback(op, stack);
   }
+}
+
+void boxed_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  fallback_kernel(op, facts_of(op), stack);
 }
 
 // A structured functional op: CPU's functional kernel (the plain path's aliases and adopted
@@ -142,7 +146,7 @@ void fallback_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
 // Python number asks Python to pick the overload the caller called.
 constexpr int64_t kCompositeBytes = int64_t{1} << 20;
 
-void structured_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+void structured_kernel(const c10::OperatorHandle& op, OpFacts& facts, torch::jit::Stack* stack) {
   const size_t n = op.schema().arguments().size();
   bool dense = true;
   bool wrapped = false;
@@ -176,7 +180,6 @@ void structured_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     python_fallback(op, stack);
     return;
   }
-  OpFacts& facts = facts_of(op);
   if (dense &&
       (large || (facts.out && facts.out->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)))) {
     op.callBoxedForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional, *stack);
@@ -197,10 +200,30 @@ torch::Library& aten_library() {
 
 namespace {
 
-// Registers `Kernel` as the PrivateUse1 kernel of the aten op `name`.
-template <void (*Kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*)>
-void impl_for(const std::string& name) {
-  aten_library().impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<Kernel>());
+using Run = void (*)(const c10::OperatorHandle&, OpFacts&, torch::jit::Stack*);
+
+// One op's kernel: `run` with the op's facts, found at its first call and kept (facts are
+// never freed), so a call skips facts_of's lock and lookup.
+struct PerOpKernel : c10::OperatorKernel {
+  explicit PerOpKernel(Run run) : run(run) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    OpFacts* found = facts.load(std::memory_order_acquire);
+    if (found == nullptr) {
+      found = &facts_of(op);
+      facts.store(found, std::memory_order_release);
+    }
+    run(op, *found, stack);
+  }
+
+  Run run;
+  std::atomic<OpFacts*> facts{nullptr};
+};
+
+// Registers `run` as the PrivateUse1 kernel of the aten op `name`.
+void impl_for(const std::string& name, Run run) {
+  aten_library().impl(
+      name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PerOpKernel>(run)));
 }
 
 } // namespace
@@ -240,7 +263,7 @@ void init_fallback(pybind11::module& m) {
         s.write_back = write_back.release().ptr();
         auto fallback = std::make_unique<torch::Library>(
             torch::Library::IMPL, "_", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-        fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+        fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&boxed_fallback>());
         s.libraries.push_back(std::move(fallback));
         s.libraries.push_back(std::make_unique<torch::Library>(
             torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__));
@@ -249,12 +272,12 @@ void init_fallback(pybind11::module& m) {
       "(fast_path_facts, to_mydev, write_back)");
   m.def(
       "_fallback_kernel",
-      &impl_for<&fallback_kernel>,
+      [](const std::string& name) { impl_for(name, &fallback_kernel); },
       "Register the C++ fallback as the PrivateUse1 kernel of an aten op (its Python kernel "
       "is on PrivateUse3)");
   m.def(
       "_structured_kernel",
-      &impl_for<&structured_kernel>,
+      [](const std::string& name) { impl_for(name, &structured_kernel); },
       "Register the C++ kernel of a structured functional aten op for PrivateUse1: CPU's "
       "functional kernel (plain calls here, the others on PrivateUse3), or the composite "
       "for dense tensors when its out= overload has a mydev kernel or they are large "
