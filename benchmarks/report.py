@@ -113,11 +113,17 @@ ISSUE_14: tuple[tuple[str, str, str | None, float], ...] = (
     ("", "channels_last -> NCHW, C=3", None, 0.7),
     ("small ops at 1K <= 2x", "small op", "1K", 2.0),
     ("cold start <= 1.2x torch alone", "cold start (subprocess)", None, 1.2),
+    # issue 24's per-op targets
+    ("fallback op at 1K <= 1.5x", "fallback op: sin", "1K", 1.5),
+    ("native small ops at 1K (add, relu) <= 1.2x", "small op: add", "1K", 1.2),
+    ("", "relu", "1K", 1.2),
+    ("reductions of 64x32 <= 1.5x", "reduction:", "64x32", 1.5),
 )
 
 
 def _issue_14(results: Results) -> list[tuple[str, str, str]]:
-    """Issue 14's targets, each judged on the worst ratio of the rows it names against torch
+    """Issue 14's targets and issue 24's per-op ones, each judged on the worst ratio of the
+    rows it names against torch
     CPU (the fallback rows on the zero-copy path only); a target with an empty text adds its
     rows to the one before it."""
     judged: list[tuple[str, list[float], float]] = []
