@@ -13,10 +13,11 @@
 // a strided mydev tensor of one device (a written one not copy-on-write) or a 0-dim CPU
 // input, the other arguments numbers, strings, None or lists of them,
 // TORCH_MYDEV_FALLBACK_WARN unset and the fallback's zero-copy path on. It then does what
-// `run_fast` does (plain_call.cpp): CPU aliases of the mydev tensors (one CPU storage per mydev storage), the
-// op run on CPU through the dispatcher, a return that is a written argument given back as
-// that argument, an alias given back as its mydev tensor, a new result adopted (its block
-// becomes mydev memory, alias.cpp) or, when it cannot be, copied by Python's `to_mydev`.
+// `run_fast` does (plain_call.cpp): CPU aliases of the mydev tensors (one CPU storage per
+// mydev storage), the op run on CPU through the dispatcher, a return that is a written
+// argument given back as that argument, an alias given back as its mydev tensor, a new
+// result adopted (its block becomes mydev memory, alias.cpp) or, when it cannot be, copied
+// by Python's `to_mydev`.
 // An op that changed a written tensor's layout (an out= alias it grew: a growable alias gets
 // new CPU memory, alias.cpp) has it restrided and copied by Python's `write_back`. An op
 // that raises here runs again through Python, which raises as CPU raises.
@@ -35,13 +36,12 @@ namespace {
 
 constexpr c10::DispatchKey kPythonKey = c10::DispatchKey::PrivateUse3;
 
-// "aten::convolution" -> ("aten::convolution", ""); "aten::add.Tensor" -> (.., "Tensor").
-std::pair<std::string, std::string> split_name(const std::string& qualified) {
+// The op named "aten::convolution" or "aten::add.Tensor" (its overload after the dot).
+c10::OperatorHandle op_named(const std::string& qualified) {
   const auto dot = qualified.find('.');
-  if (dot == std::string::npos) {
-    return {qualified, ""};
-  }
-  return {qualified.substr(0, dot), qualified.substr(dot + 1)};
+  const std::string name = qualified.substr(0, dot);
+  const std::string overload = dot == std::string::npos ? "" : qualified.substr(dot + 1);
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
 }
 
 bool warn_requested() {
@@ -79,17 +79,14 @@ OpFacts& facts_of(const c10::OperatorHandle& op) {
         made->written.push_back(item.cast<bool>() ? 1 : 0);
       }
       if (!tuple[2].is_none()) {
-        const auto [name, overload] = split_name(tuple[2].cast<std::string>());
-        made->target =
-            c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
+        made->target = op_named(tuple[2].cast<std::string>());
         made->bias_sizes = tuple[3].cast<bool>();
       }
       for (auto item : tuple[4]) {
         made->cpu_allowed.push_back(item.cast<bool>() ? 1 : 0);
       }
       if (!tuple[5].is_none()) {
-        const auto [name, overload] = split_name(tuple[5].cast<std::string>());
-        made->out = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
+        made->out = op_named(tuple[5].cast<std::string>());
       }
     }
   }
@@ -142,7 +139,7 @@ void boxed_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
 // allocates the output on mydev and calls the out= overload) when every mydev tensor is
 // non-overlapping and dense and either that out= overload has a mydev kernel of its own or
 // a mydev tensor holds at least kCompositeBytes: mydev's allocator keeps such blocks, where
-// CPU's result would be new pages to fault in (64 MB: a third of the op's time). A wrapped
+// CPU's result would be new pages to fault in (64 MB: two thirds of the op's time). A wrapped
 // Python number asks Python to pick the overload the caller called.
 constexpr int64_t kCompositeBytes = int64_t{1} << 20;
 

@@ -32,7 +32,7 @@ struct OpFacts {
   std::optional<c10::OperatorHandle> target;
   bool bias_sizes = false;
   // A structured functional op's out= overload, which its generated composite calls: a
-  // mydev kernel registered for it (mydev's own or a user's) takes the op's dense calls.
+  // mydev kernel registered for it (a user's) takes the op's dense calls.
   std::optional<c10::OperatorHandle> out;
   std::atomic<int64_t> calls{0};
 };

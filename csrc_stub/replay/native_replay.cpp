@@ -321,7 +321,8 @@ void init_native_replay(pybind11::module& m) {
             alpha_word < 0 || alpha_word + 2 <= words_held,
             "_native_replay_put: alpha_word must leave two words in the block");
         record->alpha_word = alpha_word;
-        record->alpha_dtype = dtype_or_undefined(alpha_dtype, "_native_replay_put: alpha_dtype");        TORCH_CHECK(
+        record->alpha_dtype = dtype_or_undefined(alpha_dtype, "_native_replay_put: alpha_dtype");
+        TORCH_CHECK(
             (number_type == c10::ScalarType::Undefined) ==
                 (record->constant_dtype == c10::ScalarType::Undefined),
             "_native_replay_put: a number operand needs its constant dtype");

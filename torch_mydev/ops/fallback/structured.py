@@ -39,7 +39,7 @@ Either way the ``out=`` overload is what falls back, and what ``fallback_stats``
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -58,32 +58,29 @@ _COMPOSITE_BYTES: int = _C._COMPOSITE_BYTES
 _Tensor = torch.Tensor
 
 
+def _mydev_tensors(values: Any) -> Iterator[torch.Tensor]:
+    """The mydev tensors among ``values`` and inside lists in them."""
+    for value in values:
+        if isinstance(value, _Tensor):
+            if value.device.type == DEVICE:
+                yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _mydev_tensors(value)
+
+
 def all_dense(values: Any) -> bool:
     """Whether every mydev tensor among ``values`` (and inside lists in them) is
     non-overlapping and dense: then CPU's cast temporaries keep its strides."""
-    for value in values:
-        if isinstance(value, _Tensor):
-            if (
-                value.device.type == DEVICE
-                and not value.is_contiguous()
-                and not is_non_overlapping_and_dense(value.shape, value.stride())
-            ):
-                return False
-        elif isinstance(value, (list, tuple)) and not all_dense(value):
-            return False
-    return True
+    return all(
+        t.is_contiguous() or is_non_overlapping_and_dense(t.shape, t.stride())
+        for t in _mydev_tensors(values)
+    )
 
 
 def _large(values: Any) -> bool:
     """Whether a mydev tensor among ``values`` (and inside lists in them) holds at least
     ``_COMPOSITE_BYTES`` of elements."""
-    for value in values:
-        if isinstance(value, _Tensor):
-            if value.device.type == DEVICE and value.numel() * value.itemsize >= _COMPOSITE_BYTES:
-                return True
-        elif isinstance(value, (list, tuple)) and _large(value):
-            return True
-    return False
+    return any(t.numel() * t.itemsize >= _COMPOSITE_BYTES for t in _mydev_tensors(values))
 
 
 def structured_functional_ops(
@@ -94,17 +91,16 @@ def structured_functional_ops(
     PrivateUse1 kernel, no trailing ``_`` (in-place ops write ``self``'s own layout), and
     ``is_structured`` (``boxed._structured``); ``skip`` holds qualified names
     (``"aten::sqrt"``) registered otherwise."""
-    has = _has_kernel
     found = []
     for packet_name in torch._C._dispatch_get_all_op_names():
         if not packet_name.startswith("aten::") or packet_name in skip:
             continue
         name, _, overload = packet_name.removeprefix("aten::").partition(".")
-        if name.endswith("_") or has(packet_name, "PrivateUse1"):
+        if name.endswith("_") or _has_kernel(packet_name, "PrivateUse1"):
             continue
         if not (
-            has(packet_name, "CompositeExplicitAutogradNonFunctional")
-            and has(packet_name, "CPU")
+            _has_kernel(packet_name, "CompositeExplicitAutogradNonFunctional")
+            and _has_kernel(packet_name, "CPU")
             and is_structured(packet_name)
         ):
             continue
