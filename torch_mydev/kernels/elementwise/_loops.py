@@ -43,6 +43,7 @@ from torch_mydev.kernels.elementwise._rules import (
     threshold_rule,
     zero_of,
 )
+from torch_mydev.kernels.jit._scratch import stack_copy, stack_zeros
 from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction._walks import count_above
 
@@ -57,7 +58,7 @@ def _ix(offset, i, stride):
     return uint64(offset) + uint64(i) * uint64(stride)
 
 
-@njit(**JIT)
+@njit(**JIT, inline="always")
 def _next_row(counter, offsets, strides, shape):
     """Advance the multi-index over dims 1.. by one row and move every operand's offset."""
     for d in range(1, shape.shape[0]):
@@ -135,8 +136,8 @@ def binary_kernel(op, out, a, b, base, strides, shape, alpha, fmt, out_fmt, mid,
     in the compute type. ``fmt`` describes the input lanes, ``out_fmt`` the output lane, ``mid``
     the rounding of intermediates. ``check_zero`` stops at a zero divisor and returns 1.
     """
-    offsets = base.copy()
-    counter = np.zeros(shape.shape[0], np.int64)
+    offsets = stack_copy(base)
+    counter = stack_zeros(shape.shape[0], np.int64)
     n = shape[0]
     for _ in range(count_above(shape, 1)):
         status = _binary_row(
@@ -185,8 +186,8 @@ def _compare_row(op, out, o, so, a, ia, sa, b, ib, sb, n, fmt):
 @njit(**JIT)
 def compare_kernel(op, out, a, b, base, strides, shape, fmt):
     """``out = op(a, b)`` for the six comparisons; ``out`` is a bool (uint8) lane array."""
-    offsets = base.copy()
-    counter = np.zeros(shape.shape[0], np.int64)
+    offsets = stack_copy(base)
+    counter = stack_zeros(shape.shape[0], np.int64)
     n = shape[0]
     for _ in range(count_above(shape, 1)):
         _compare_row(
@@ -220,8 +221,8 @@ def _unary_row(op, out, o, so, a, ia, sa, n, fmt):
 @njit(**JIT)
 def unary_kernel(op, out, a, base, strides, shape, fmt):
     """``out = op(a)`` (neg, abs) with input and output of one lane type and format."""
-    offsets = base.copy()
-    counter = np.zeros(shape.shape[0], np.int64)
+    offsets = stack_copy(base)
+    counter = stack_zeros(shape.shape[0], np.int64)
     n = shape[0]
     for _ in range(count_above(shape, 1)):
         _unary_row(op, out, offsets[0], strides[0, 0], a, offsets[1], strides[1, 0], n, fmt)
@@ -232,8 +233,8 @@ def unary_kernel(op, out, a, base, strides, shape, fmt):
 @njit(**JIT)
 def where_kernel(out, cond, a, b, base, strides, shape):
     """``out = a if cond else b``, moving lanes unchanged (``where_kernel``)."""
-    offsets = base.copy()
-    counter = np.zeros(shape.shape[0], np.int64)
+    offsets = stack_copy(base)
+    counter = stack_zeros(shape.shape[0], np.int64)
     n = shape[0]
     for _ in range(count_above(shape, 1)):
         o, c, ia, ib = offsets[0], offsets[1], offsets[2], offsets[3]
@@ -250,8 +251,8 @@ def where_kernel(out, cond, a, b, base, strides, shape):
 @njit(**JIT)
 def fill_kernel(out, value, base, strides, shape):
     """Write ``value[0]`` (a lane already in the output's type) into every element."""
-    offsets = base.copy()
-    counter = np.zeros(shape.shape[0], np.int64)
+    offsets = stack_copy(base)
+    counter = stack_zeros(shape.shape[0], np.int64)
     n = shape[0]
     v = value[0]
     for _ in range(count_above(shape, 1)):

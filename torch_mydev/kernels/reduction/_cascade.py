@@ -33,7 +33,7 @@ from torch_mydev.kernels.elementwise._rules import (
     float_to_half,
     half_to_float,
 )
-from torch_mydev.kernels.jit._borrow import borrow
+from torch_mydev.kernels.jit._scratch import stack_zeros
 from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction._walks import (
     count_above,
@@ -323,7 +323,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
                 )
         return
     if is0 == 1 and size0 >= vec and mode == PLAIN and lanes == vec:
-        flat = borrow(acc).reshape(acc.size)  # no reference count to touch per row
+        flat = acc.reshape(acc.size)
         for j in range(size1):  # contiguous inner reduction, one element a lane
             row = ibase + j * is1
             if size0 < 64 * vec:  # fewer than 16 groups of 4 vectors: one cascade level
@@ -386,7 +386,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
 def _walk_outputs(out, shape, ostrides, fmt, divisor, zero):
     """Every result element of the walk once: set to 0 (``zero``) or divided by ``divisor``
     in its dtype (``div_``, a mean)."""
-    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    idx = stack_zeros(shape.shape[0], np.int64)
     for _ in range(output_count(shape, ostrides)):
         off = offset_of(idx, ostrides, 0)
         if zero:
@@ -430,10 +430,9 @@ def cascade_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     _walk_outputs(out, shape, ostrides, fmt, divisor, True)
-    # the sums' scratch, made once; alive across the loop, so loop2d (inlined) may borrow it
-    acc = np.zeros((4, 4, lanes), dtype=token.dtype)
+    acc = stack_zeros(16 * lanes, token).reshape((4, 4, lanes))  # the sums' scratch
     size0, os0, is0, size1, os1, is1 = first_two(shape, ostrides, istrides)
-    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    idx = stack_zeros(shape.shape[0], np.int64)
     for _ in range(count_above(shape, 2)):
         obase, ibase = offset_of(idx, ostrides, 2), offset_of(idx, istrides, 2)
         loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, lanes, mode,

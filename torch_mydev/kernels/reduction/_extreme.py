@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, uint64
 
 from torch_mydev.kernels.copy._strided import _pointer
-from torch_mydev.kernels.jit._borrow import borrow
+from torch_mydev.kernels.jit._scratch import stack_zeros
 from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction import _walks as walks
 
@@ -117,10 +117,9 @@ def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, all_ones, quiet, acc)
 
 @njit(**JIT)
 def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans,
-           owner):  # fmt: skip
+           acc):  # fmt: skip
     """One ``binary_kernel_reduce_vec`` loop call over ``size0 x size1`` elements (strides in
-    elements); ``owner`` is the scratch of ``4 * vec`` accumulators."""
-    acc = borrow(owner)  # no reference count to touch per row
+    elements); ``acc`` is the scratch of ``4 * vec`` accumulators."""
     all_ones, quiet = nans[0], nans[1]
     if os0 == 0 and is0 == 1:
         for j in range(size1):
@@ -146,11 +145,11 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     out = numba.carray(_pointer(out_addr, out_lane), out_units)
     inp = numba.carray(_pointer(in_addr, in_lane), in_units)
     start = -np.inf if is_max else np.inf
-    idx = np.zeros(shape.shape[0], dtype=np.int64)
+    idx = stack_zeros(shape.shape[0], np.int64)
     for _ in range(walks.output_count(shape, ostrides)):  # output_base().fill_(ident)
         out[walks.offset_of(idx, ostrides, 0)] = start
         walks.next_output(idx, shape, ostrides)
-    acc = np.empty(4 * vec, dtype=nans.dtype)
+    acc = stack_zeros(4 * vec, nans)
     size0, os0, is0, size1, os1, is1 = walks.first_two(shape, ostrides, istrides)
     for _ in range(walks.count_above(shape, 2)):  # idx is all zeros again
         obase, ibase = walks.offset_of(idx, ostrides, 2), walks.offset_of(idx, istrides, 2)

@@ -33,6 +33,7 @@ from torch_mydev.kernels.elementwise._rules import (
     float_to_half,
     half_to_float,
 )
+from torch_mydev.kernels.jit._scratch import stack_zeros
 from torch_mydev.kernels.jit._seal import JIT, seal
 
 SUM = 0
@@ -270,7 +271,7 @@ def reduce_span(inp, base, rshape, rstrides, begin, end, fmt, op):
         off = base + begin * rstrides[0]
         acc = acc_zero(inp) if op <= MEAN else widen(inp, off, fmt)
         return _run(inp, off, end - begin, rstrides[0], fmt, op, acc)
-    idx = np.zeros(nr, dtype=np.int64)
+    idx = stack_zeros(nr, np.int64)
     rem = begin
     off = base
     for d in range(nr):
@@ -339,7 +340,7 @@ def outer(out, inp, obase, ibase, kshape, kout, kin, rshape, rin, fmt_in, fmt_ou
     for d in range(nr):
         nred *= rshape[d]
     acc = acc_array(inp, OUTER_CHUNK)
-    idx = np.zeros(nr, dtype=np.int64)
+    idx = stack_zeros(nr, np.int64)
     for rest in range(nk):
         out_rest, in_rest = _kept_offsets(rest * n0, kshape, kout, kin)
         for c in range(o_begin, o_end, OUTER_CHUNK):
