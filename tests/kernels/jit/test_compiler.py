@@ -331,13 +331,17 @@ for _ in range(600):  # its first statement sets the policy
 assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
 assert os.getsid(child.pid) == os.getsid(0)
 assert os.getpgid(child.pid) != os.getpgid(0)
+assert child.poll() is None, child.returncode  # it is compiling when the Ctrl-C comes
 try:  # the terminal's Ctrl-C: SIGINT to the foreground process group
     os.killpg(os.getpgid(0), signal.SIGINT)
     time.sleep(5)
 except KeyboardInterrupt:
     pass
-assert child.poll() is None, child.returncode  # the compile goes on
+# The compile goes on to its end: the child exits by itself, with status 0 (a SIGINT would
+# end it with -2, or 1 from a KeyboardInterrupt), having compiled the batch it was given.
 assert compiler.wait(timeout=540), compiler.stats()
+assert child.wait(timeout=60) == 0, child.returncode
+assert compiler.stats()["compiled"] >= 1, compiler.stats()
 assert compiler.stats().get("failed", 0) == 0, compiler.stats()
 print("ok")
 """
