@@ -10,7 +10,10 @@ of a ``sum(1)`` and ``amax(1)`` of 256x32 (perf, 2026-11-28). ``stack_zeros`` al
 the calling loop's stack instead (an ``alloca``), as an array with no owner, as
 ``numba.carray`` makes them: passing it costs nothing, and it lives until that loop
 returns. Call it at a loop's top level (not inside a ``for``: each call takes more
-stack) and never return what it gives.
+stack) and never return what it gives. Make it in the function whose loops use it (or in
+one they are inlined into): LLVM then knows nothing else points at it and keeps it in
+registers where it can; handed to a function that is not inlined, the same scratch made
+``amax`` of 256x32 1.6 times slower (7.7 against 4.7 µs).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def _stack_zeros(typingctx, count, like):
         value_type = context.get_data_type(element)
         itemsize = context.get_abi_sizeof(value_type)
         data = builder.alloca(value_type, size=args[0])
+        data.align = 64  # a cache line, as numpy's buffers: vector loads never split one
         cgutils.memset(builder, data, builder.mul(args[0], args[0].type(itemsize)), 0)
         array = context.make_array(result)(context, builder)
         populate_array(array, data=data, shape=[args[0]], strides=[context.get_constant(

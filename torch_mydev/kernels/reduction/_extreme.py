@@ -116,10 +116,10 @@ def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, all_ones, quiet, acc)
 
 
 @njit(**JIT)
-def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans,
-           acc):  # fmt: skip
+def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans):
     """One ``binary_kernel_reduce_vec`` loop call over ``size0 x size1`` elements (strides in
-    elements); ``acc`` is the scratch of ``4 * vec`` accumulators."""
+    elements)."""
+    acc = stack_zeros(4 * vec, out)
     all_ones, quiet = nans[0], nans[1]
     if os0 == 0 and is0 == 1:
         for j in range(size1):
@@ -149,11 +149,10 @@ def extreme_at(out_addr, in_addr, out_units, in_units, out_lane, in_lane, shape,
     for _ in range(walks.output_count(shape, ostrides)):  # output_base().fill_(ident)
         out[walks.offset_of(idx, ostrides, 0)] = start
         walks.next_output(idx, shape, ostrides)
-    acc = stack_zeros(4 * vec, nans)
     size0, os0, is0, size1, os1, is1 = walks.first_two(shape, ostrides, istrides)
     for _ in range(walks.count_above(shape, 2)):  # idx is all zeros again
         obase, ibase = walks.offset_of(idx, ostrides, 2), walks.offset_of(idx, istrides, 2)
-        loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans, acc)
+        loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max, nans)
         walks.next_loop(idx, shape)
 
 
