@@ -32,15 +32,17 @@ void reduction_words(
   key.push_back(static_cast<int64_t>(at::get_num_threads()));
 }
 
-// The record of a new tensor made from `self` alone (clone, empty_like): `self`'s layout key
-// and a memory format (argument `format_arg`: MemoryFormat's value, None as preserve_format,
-// 1) standing where a number's position would (these ops have none); null when there is none
-// or Python must run (not a mydev tensor, a lazy bit, a copy-on-write storage).
+// The record of a new tensor made from `self` alone (clone, empty_like, _to_copy): `self`'s
+// layout key and a memory format (argument `format_arg`: MemoryFormat's value, None as
+// preserve_format, 1) standing where a number's position would (these ops have none), and
+// `_to_copy`'s new dtype where a number's type would; null when there is none or Python
+// must run (not a mydev tensor, a lazy bit, a copy-on-write storage).
 std::shared_ptr<const NativeRecord> new_tensor_record(
     const NativeKernel& kernel,
     c10::ArrayRef<c10::IValue> args,
     size_t format_arg,
-    const at::Tensor*& self) {
+    const at::Tensor*& self,
+    c10::ScalarType dtype = c10::ScalarType::Undefined) {
   self = mydev_self(args[0]);
   if (self == nullptr) {
     return nullptr;
@@ -57,8 +59,20 @@ std::shared_ptr<const NativeRecord> new_tensor_record(
   if (flags_any != 0) {
     return nullptr;
   }
-  key.push_back(key_word(c10::ScalarType::Undefined, format));
+  key.push_back(key_word(dtype, format));
   return native_record(*kernel.table, key);
+}
+
+// `layout`, `device` and `pin_memory` (args[at] to args[at + 2]) that ask for nothing but
+// `self`'s own: not given, strided, `self`'s device, pin_memory false.
+bool own_options(c10::ArrayRef<c10::IValue> args, size_t at, const at::Tensor& self) {
+  const c10::IValue& layout = args[at];
+  const c10::IValue& device = args[at + 1];
+  const c10::IValue& pin = args[at + 2];
+  return (layout.isNone() ||
+          (layout.isInt() && layout.toInt() == static_cast<int64_t>(c10::kStrided))) &&
+      (device.isNone() || (device.isDevice() && device.toDevice() == self.device())) &&
+      (pin.isNone() || (pin.isBool() && !pin.toBool()));
 }
 
 } // namespace
@@ -177,15 +191,9 @@ bool replay_empty_like(
   if (!record) {
     return false;
   }
-  const auto is_int = [](const c10::IValue& v, int64_t value) {
-    return v.isInt() && v.toInt() == value;
-  };
-  const bool own_options =
-      (args[1].isNone() || is_int(args[1], static_cast<int64_t>(self->scalar_type()))) &&
-      (args[2].isNone() || is_int(args[2], static_cast<int64_t>(c10::kStrided))) &&
-      (args[3].isNone() || (args[3].isDevice() && args[3].toDevice() == self->device())) &&
-      (args[4].isNone() || (args[4].isBool() && !args[4].toBool()));
-  if (!own_options) {
+  const bool own_dtype = args[1].isNone() ||
+      (args[1].isInt() && args[1].toInt() == static_cast<int64_t>(self->scalar_type()));
+  if (!own_dtype || !own_options(args, 2, *self)) {
     return false;
   }
   out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
@@ -193,25 +201,45 @@ bool replay_empty_like(
   return true;
 }
 
+namespace {
+
+// The recorded copy of `self` (its C entry: a same-dtype copy or a small contiguous cast)
+// into a new tensor laid out as the record says.
+bool copy_into_recorded(const NativeRecord& record, const at::Tensor& self, at::Tensor& out) {
+  const uintptr_t start = first_byte(self);
+  if (!reachable(self, start, record.extents[1], record)) {
+    return false;
+  }
+  out = empty_strided(record.sizes, record.strides, record.dtype, record.device);
+  reinterpret_cast<Loop2>(record.entry)(
+      static_cast<int64_t>(first_byte(out)),  // a new block: 64-byte aligned, a unit's multiple
+      static_cast<int64_t>(start),
+      0,
+      reinterpret_cast<int64_t>(record.params.data()));
+  return true;
+}
+
+} // namespace
+
 // clone(self, *, memory_format): a recorded same-dtype copy (ops/replay.py `record_clone`)
 // into a new tensor laid out as the record says.
 bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
   const at::Tensor* self = nullptr;
   const auto record = new_tensor_record(kernel, args, 1, self);
-  if (!record) {
-    return false;
-  }
-  const uintptr_t start = first_byte(*self);
-  if (!reachable(*self, start, record->extents[1], *record)) {
-    return false;
-  }
-  out = empty_strided(record->sizes, record->strides, record->dtype, record->device);
-  reinterpret_cast<Loop2>(record->entry)(
-      static_cast<int64_t>(first_byte(out)),  // a new block: 64-byte aligned, a unit's multiple
-      static_cast<int64_t>(start),
-      0,
-      reinterpret_cast<int64_t>(record->params.data()));
-  return true;
+  return record && copy_into_recorded(*record, *self, out);
 }
 
+// _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format) with a
+// dtype given and the other options `self`'s own (or not given; pin_memory false): the
+// recorded copy or cast into a new tensor (ops/replay.py `record_to_copy`). non_blocking
+// changes nothing on one device.
+bool replay_to_copy(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out) {
+  if (args.size() != 7 || !args[1].isInt()) {
+    return false;
+  }
+  const at::Tensor* self = nullptr;
+  const auto dtype = static_cast<c10::ScalarType>(args[1].toInt());
+  const auto record = new_tensor_record(kernel, args, 6, self, dtype);
+  return record && own_options(args, 2, *self) && copy_into_recorded(*record, *self, out);
+}
 } // namespace mydev

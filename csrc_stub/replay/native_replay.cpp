@@ -117,6 +117,9 @@ bool replay_call(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
   if (kernel.kind == Kind::kClone) {
     return replay_clone(kernel, args, out);
   }
+  if (kernel.kind == Kind::kToCopy) {
+    return replay_to_copy(kernel, args, out);
+  }
   if (kernel.kind == Kind::kEmptyLike) {
     return replay_empty_like(kernel, args, out);
   }
@@ -261,7 +264,7 @@ void init_native_replay(pybind11::module& m) {
          int64_t kind) {
         TORCH_CHECK(operands == 1 || operands == 2, "_native_replay_kernel: 1 or 2 operands");
         TORCH_CHECK(alpha >= -1 && alpha <= 1, "_native_replay_kernel: alpha -1, 0 or 1");
-        TORCH_CHECK(kind >= 0 && kind <= 4, "_native_replay_kernel: kind 0 to 4");
+        TORCH_CHECK(kind >= 0 && kind <= 5, "_native_replay_kernel: kind 0 to 5");
         NativeReplayState& s = native_state();
         NativeTable* found = table_named(table);
         std::lock_guard<std::mutex> lock(s.mutex);
@@ -281,7 +284,7 @@ void init_native_replay(pybind11::module& m) {
       "Register the C++ replay of the table `table` as the PrivateUse1 kernel of the aten op "
       "`op` (its Python kernel on PrivateUse3): (op, table, operands, alpha: 1 add's, -1 "
       "sub's, 0 none, inplace, kind: "
-      "0 elementwise, 1 fill, 2 reduction, 3 clone, 4 empty_like)");
+      "0 elementwise, 1 fill, 2 reduction, 3 clone, 4 empty_like, 5 _to_copy)");
   m.def(
       "_native_replay_put",
       [](const std::string& table,
@@ -351,7 +354,8 @@ void init_native_replay(pybind11::module& m) {
       },
       "Record one call signature for the C++ replay: (table, layout key, sizes, strides, "
       "dtype, device, entry, params bytes, extent0, extent1, number dtype or None, the "
-      "number's position, the dtype the loop reads it as or None, unit, a reduction's "
+      "number's position (_to_copy: the new dtype and the memory format), the dtype the loop "
+      "reads it as or None, unit, a reduction's "
       "(dims or None, keepdim, dtype or None) or None, the params word of add/sub's alpha "
       "or -1, the dtype whose compute type it is written in or None)",
       pybind11::arg("table"), pybind11::arg("key"), pybind11::arg("sizes"),

@@ -45,7 +45,14 @@ struct NativeTable {
 // What a kernel replays: an elementwise loop, a fill (a copy from the value's bytes), a
 // functional reduction, a clone (a copy into a new tensor), or empty_like's layout
 // (ops/replay.py NATIVE's last field).
-enum class Kind : int64_t { kElementwise = 0, kFill = 1, kReduce = 2, kClone = 3, kEmptyLike = 4 };
+enum class Kind : int64_t {
+  kElementwise = 0,
+  kFill = 1,
+  kReduce = 2,
+  kClone = 3,
+  kEmptyLike = 4,
+  kToCopy = 5,
+};
 
 struct NativeKernel : c10::OperatorKernel {
   NativeKernel(NativeTable* table, size_t operands, int alpha, bool inplace, Kind kind)
@@ -91,5 +98,6 @@ bool replay_fill(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at
 bool replay_empty_like(
     const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out);
 bool replay_clone(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out);
+bool replay_to_copy(const NativeKernel& kernel, c10::ArrayRef<c10::IValue> args, at::Tensor& out);
 
 } // namespace mydev

@@ -47,6 +47,7 @@ __all__ = [
     "record_copy",
     "record_empty_like",
     "record_fill",
+    "record_to_copy",
     "reduction_target",
     "replay",
     "replay_copy",
@@ -70,7 +71,7 @@ COPY: dict[bytes, tuple] = {}
 NEW_COPY: dict[object, dict[bytes, tuple]] = {}
 
 # What a stub kernel replays (csrc_stub/replay/native_replay.cpp ``Kind``).
-ELEMENTWISE, FILL, REDUCE, CLONE, EMPTY_LIKE = 0, 1, 2, 3, 4
+ELEMENTWISE, FILL, REDUCE, CLONE, EMPTY_LIKE, TO_COPY = 0, 1, 2, 3, 4, 5
 
 # The overloads the stub replays before Python (csrc_stub/replay/native_replay.cpp): overload ->
 # (table, leading operands, an ``alpha`` argument: add's 1, sub's -1 (the loop adds
@@ -117,6 +118,9 @@ NATIVE: dict[str, tuple[str, int, int, bool, int]] = {
     "clone": ("clone", 1, 0, False, CLONE),
     # the strides Python's rule gave (``record_empty_like``), its memory format in the key
     "empty_like": ("empty_like", 1, 0, False, EMPTY_LIKE),
+    # a copy or a small float cast into a new tensor on self's device (``record_to_copy``),
+    # the new dtype and the memory format in the key
+    "_to_copy": ("_to_copy", 1, 0, False, TO_COPY),
 }
 
 # clone's memory format as the stub keys it: c10::MemoryFormat's value, None as preserve.
@@ -175,14 +179,15 @@ def target(
     return found
 
 
-def _unless_compiling(make: Callable[..., None]) -> Callable[..., None]:
-    """``make``, skipped while the C entry it needs compiles in the background: the call
-    runs through Python, and a later call records it."""
+def _unless_compiling(make: Callable[..., object]) -> Callable[..., object]:
+    """``make``, skipped (returning None) while the C entry it needs compiles in the
+    background: the call runs through Python, and a later call records it."""
 
     @functools.wraps(make)
-    def maybe(*args: object) -> None:
+    def maybe(*args: object) -> object:
         with contextlib.suppress(NotCompiled):
-            make(*args)
+            return make(*args)
+        return None
 
     return maybe
 
@@ -275,6 +280,32 @@ def record_clone(
         prepared.dst_extent, prepared.src_extent, None, _FORMAT_WORD[memory_format], None,
         prepared.unit,
     )  # fmt: skip
+
+
+@_unless_compiling
+def record_to_copy(
+    key: bytes, dtype: torch.dtype, memory_format: torch.memory_format | None, prepared,
+    layout: tuple,
+) -> bool:  # fmt: skip
+    """Record ``_to_copy(self, dtype=dtype, memory_format=...)`` onto ``self``'s device for
+    the stub: ``key`` is ``self``'s ``_C._signature`` key, ``prepared`` the
+    ``kernels.PreparedCopy`` or ``PreparedCast`` of the copy into the new tensor, ``layout``
+    that tensor's ``(sizes, strides, dtype, device index)``. The key's last word holds
+    ``dtype`` where a number operand's type would (``constant_dtype`` says the same) and the
+    format where its position would. A copy the stub does not replay (of nothing, parallel,
+    a cast other than between float16, bfloat16, float32 and float64) is not recorded.
+    True once handled (recorded, or not to be); None while its C entry compiles."""
+    block = None if prepared is None else prepared.new_tensor_block()
+    if block is None:
+        return True
+    address, params = block
+    sizes, strides, new_dtype, index = layout
+    _C._native_replay_put(
+        "_to_copy", key, sizes, strides, new_dtype, index, address, params.tobytes(),
+        prepared.dst_extent, prepared.src_extent, dtype, _FORMAT_WORD[memory_format], dtype,
+        prepared.unit,
+    )  # fmt: skip
+    return True
 
 
 def record_empty_like(key: bytes, memory_format: torch.memory_format | None, layout: tuple) -> None:

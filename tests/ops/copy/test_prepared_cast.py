@@ -1,8 +1,10 @@
-"""Small contiguous casts run their prepared form (``kernels.copy.prepared_cast``).
+"""Small contiguous casts run their prepared form (``kernels.copy.prepared_cast``), and the
+stub replays those between float16, bfloat16, float32 and float64 into a new tensor.
 
 Truth: torch CPU's cast of the same bytes, bit for bit, for every pair of dtypes CPU casts;
-the path is checked too (the copy's cached entry holds a ``PreparedCast``), so a change
-that quietly sent these casts back to ``copy_strided`` would show.
+the path is checked too (the copy's cached entry holds a ``PreparedCast``; a replayed call
+never enters Python), so a change that quietly sent these casts back to ``copy_strided``
+or to Python would show.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ import torch
 
 from tests.support.dtypes import COPY_DTYPES
 from tests.support.tensors import same_bits, values
+from torch_mydev import _C
 from torch_mydev.kernels.copy.prepared_cast import PreparedCast
+from torch_mydev.ops import replay
+from torch_mydev.ops.copy import conversions
 from torch_mydev.ops.copy.aten import copy_entry
 
 UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+REDUCED = (torch.float16, torch.bfloat16)
+FLOATS = (*REDUCED, torch.float32, torch.float64)
 # Float values whose casts between float types are defined (C++ leaves a float out of an
 # integer's range undefined, and CPU's loops disagree there: ``values`` stays in range).
 SPECIALS = (math.nan, math.inf, -math.inf, -0.0, 1e-40, 65520.0, 3.4e38, 1e300, 1 / 3)
@@ -63,8 +70,8 @@ def test_small_contiguous_casts_equal_cpu(src_dtype) -> None:
             out = torch.empty_like(mine, dtype=dst_dtype)
             assert _same(out.copy_(mine).cpu(), expected), (src_dtype, dst_dtype)
             prepared = copy_entry(out, mine).prepared
-            read_as_is = src_dtype in (torch.float32, torch.float64, torch.int64, torch.uint64)
-            if read_as_is or src_dtype in (torch.complex64, torch.complex128):
+            in_place = (torch.float32, torch.float64, torch.int64, torch.uint64, *REDUCED)
+            if src_dtype in in_place or src_dtype in (torch.complex64, torch.complex128):
                 assert isinstance(prepared, PreparedCast), (src_dtype, dst_dtype)
 
 
@@ -88,3 +95,71 @@ def test_threads_cast_at_once_with_their_own_buffers() -> None:
     for t in threads:
         t.join()
     assert len(results) == 240 and all(results)
+
+
+# ---- the stub's replay of _to_copy (ops/replay.py ``record_to_copy``) ----------------------
+
+# Layouts whose cast is one contiguous run on both sides: contiguous, with a storage offset,
+# and dense but not contiguous (channels_last, kept by preserve_format).
+RUN_LAYOUTS = (
+    lambda t: t.view(8, 5),
+    lambda t: t[3:],
+    lambda t: t[:36].view(1, 4, 3, 3).contiguous(memory_format=torch.channels_last),
+)
+
+
+@pytest.mark.parametrize("src_dtype", FLOATS, ids=str)
+def test_float_casts_replayed_in_the_stub_equal_cpu(src_dtype, monkeypatch) -> None:
+    """The third ``.to(dtype)`` of a layout runs in the stub, never in Python, with CPU's
+    layout and bits (NaN payloads aside, as above), NaN, infinities, a subnormal and
+    values out of float16's range among them."""
+    replay.clear()
+    cases = []
+    for dst_dtype in FLOATS:
+        if dst_dtype == src_dtype:
+            continue
+        source = _source(src_dtype, dst_dtype)
+        on_mydev = source.to("mydev")
+        for layout in RUN_LAYOUTS:
+            for _ in range(2):  # the second call records
+                layout(on_mydev).to(dst_dtype)
+            cases.append((layout(source), layout(on_mydev), dst_dtype))
+    assert _C._native_replay_size("_to_copy") == len(cases)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded _to_copy")
+
+    monkeypatch.setattr(conversions, "_signature", refuse)
+    pairs = [(cpu.to(dtype), mine.to(dtype)) for cpu, mine, dtype in cases]
+    monkeypatch.undo()  # .cpu() below is a _to_copy to CPU, which Python runs
+    for expected, got in pairs:
+        assert got.device.type == "mydev" and got.dtype == expected.dtype
+        assert got.shape == expected.shape and got.stride() == expected.stride()
+        assert _same(got.cpu(), expected), (src_dtype, expected.dtype)
+
+
+def test_a_to_copy_the_stub_does_not_replay_runs_in_python() -> None:
+    """Another device, a layout that is no one run, an integer cast: Python serves them
+    (and equals CPU); the key holds the dtype and the memory format."""
+    replay.clear()
+    cpu = torch.randn(6, 4, dtype=torch.float64) * 100
+    mine = cpu.to("mydev")
+    for _ in range(3):
+        to_cpu = mine.to("cpu", torch.float32)
+        sliced = mine[:, ::2].to(torch.float32)  # not dense: a contiguous result
+        ints = mine.to(torch.int32)
+    assert _C._native_replay_size("_to_copy") == 0
+    assert to_cpu.device.type == "cpu" and same_bits(to_cpu, cpu.to(torch.float32))
+    assert same_bits(sliced.cpu(), cpu[:, ::2].to(torch.float32))
+    assert same_bits(ints.cpu(), cpu.to(torch.int32))
+    nhwc = cpu.view(1, 2, 3, 4).contiguous(memory_format=torch.channels_last)
+    mine = nhwc.to("mydev")
+    for dtype, memory_format in [(torch.float32, torch.preserve_format),
+                                 (torch.float16, torch.preserve_format),
+                                 (torch.float32, torch.contiguous_format)]:  # fmt: skip
+        for _ in range(3):
+            got = mine.to(dtype, memory_format=memory_format)
+        expected = nhwc.to(dtype, memory_format=memory_format)
+        assert got.stride() == expected.stride() and same_bits(got.cpu(), expected)
+    # contiguous_format is no one run here (the strides change): two records, not three
+    assert _C._native_replay_size("_to_copy") == 2

@@ -1,10 +1,11 @@
-"""C entry points of the same-dtype copy loops, for the stub's ``_C._replay_copy``.
+"""C entry points of the same-dtype copy loops and of the small float casts, for the stub's
+``_C._replay_copy`` and its ``clone``/``_to_copy`` replay.
 
 The bodies unpack a parameter block and call ``move_bytes_at`` or the DimCounter, tiled or
 planes loop, the compiled loops the Python path calls. Block, in ``int64`` words: a
 contiguous copy's byte count; else ``ndim``, ``dst_units``, ``src_units``, ``width``, the
 loop's three tail words, then ``shape``, ``dst_strides`` and ``src_strides`` (``ndim`` words
-each).
+each). A cast's block is its element count (``cast_entry``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 import numba
 import numpy as np
 
+from torch_mydev.kernels.copy._convert import read_reduced, write_floating, write_reduced
 from torch_mydev.kernels.copy._planes import copy_planes_at
 from torch_mydev.kernels.copy._strided import copy_range_at, copy_tiles_at, move_bytes_at
 from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
@@ -81,6 +83,63 @@ def strided_entry(loop: str, unit_t: type) -> int:
 
         body = blocks_replay
     return c_entry(body, strided_entry, (loop, unit_t))
+
+
+@functools.cache
+def cast_entry(src_lane: type, src_bfloat16: bool | None, dst_lane: type,
+               dst_bfloat16: bool | None, nan_bits: int) -> int:  # fmt: skip
+    """The address of the C entry of a contiguous cast between two of float16, bfloat16,
+    float32 and float64, the two steps ``cast.converters`` takes for it, with the same
+    arguments: a float16/bfloat16 source (``src_bfloat16`` not None) read into float32
+    bits (``read_reduced``), else read as it is; written by ``write_reduced`` (``dst_bfloat16``
+    not None, a NaN as ``nan_bits`` in bfloat16) or ``write_floating``. Block: the count."""
+    reduced_in, reduced_out = src_bfloat16 is not None, dst_bfloat16 is not None
+
+    if reduced_in and reduced_out:
+
+        def reduced_to_reduced(dst, src, unused, params):
+            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            source = numba.carray(_pointer_of(src, src_lane), n)
+            target = numba.carray(_pointer_of(dst, dst_lane), n)
+            bits = np.empty(n, np.uint32)
+            read_reduced(bits, source, src_bfloat16, n)
+            write_reduced(target, bits.view(np.float32), 1, dst_bfloat16, nan_bits, n)
+            return 0
+
+        body = reduced_to_reduced
+    elif reduced_in:
+
+        def reduced_to_float(dst, src, unused, params):
+            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            source = numba.carray(_pointer_of(src, src_lane), n)
+            target = numba.carray(_pointer_of(dst, dst_lane), n)
+            bits = np.empty(n, np.uint32)
+            read_reduced(bits, source, src_bfloat16, n)
+            write_floating(target, 1, bits.view(np.float32), 1, n)
+            return 0
+
+        body = reduced_to_float
+    elif reduced_out:
+
+        def float_to_reduced(dst, src, unused, params):
+            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            source = numba.carray(_pointer_of(src, src_lane), n)
+            target = numba.carray(_pointer_of(dst, dst_lane), n)
+            write_reduced(target, source, 1, dst_bfloat16, nan_bits, n)
+            return 0
+
+        body = float_to_reduced
+    else:
+
+        def float_to_float(dst, src, unused, params):
+            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
+            source = numba.carray(_pointer_of(src, src_lane), n)
+            target = numba.carray(_pointer_of(dst, dst_lane), n)
+            write_floating(target, 1, source, 1, n)
+            return 0
+
+        body = float_to_float
+    return c_entry(body, cast_entry, (src_lane, src_bfloat16, dst_lane, dst_bfloat16, nan_bits))
 
 
 seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

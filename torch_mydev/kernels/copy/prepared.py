@@ -179,6 +179,10 @@ class PreparedCopy:
         params = _replay.pack(shape, dst_units, src_units, width, tail, dst_strides, src_strides)
         return _replay.strided_entry(kind, lane.dtype.type), params
 
+    def new_tensor_block(self) -> tuple[int, np.ndarray] | None:
+        """``replay_block``: a copy into a new tensor replays as any other."""
+        return self.replay_block()
+
     def run(self, dst_start: int, dst_bytes: int, src_start: int, src_bytes: int) -> bool:
         """Copy between two host memories: the addresses of element 0 of each operand, and the
         bytes each buffer holds from there on.

@@ -3,11 +3,14 @@
 ``copy_strided``'s casting branch (``copy.kernel._copy_cast``) normalises the plan, picks
 its loop, builds both sides' staging and the dtype pair's converters on every call: about
 100 µs of Python for a few hundred elements, against CPU's 4. For the commonest cast --
-both sides one contiguous run (after coalescing), below the parallel threshold, the source
-read as it is (``_unstaged``'s case) -- that branch reads the source lanes, converts them to
-the canonical chunk and writes the destination lanes, in one chunk. ``PreparedCast.run``
-does exactly those two steps on numpy views over the two addresses, with the converters
-made once per thread (they own scratch buffers), so the bytes are ``copy_strided``'s.
+both sides one contiguous run (after coalescing), below the parallel threshold, a source
+the reader takes where it lies (``_unstaged``'s case, and float16/bfloat16, which that
+branch stages first: a copy of one contiguous run, unchanged) -- that branch reads the
+source lanes, converts them to the canonical chunk and writes the destination lanes, in one
+chunk. ``PreparedCast.run`` does exactly those two steps on numpy views over the two
+addresses, with the converters made once per thread (they own scratch buffers), so the
+bytes are ``copy_strided``'s. The stub replays the casts between float16, bfloat16,
+float32 and float64 into a new tensor (``_to_copy``) through ``new_tensor_block``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import math
 import threading
 
+import numpy as np
 import torch
 
 from torch_mydev.kernels import numba_module
@@ -26,7 +30,7 @@ from torch_mydev.kernels.copy.loops import (
     coalesce,
     lanes_at,
 )
-from torch_mydev.kernels.dtypes import layout_of
+from torch_mydev.kernels.dtypes import BFLOAT16, layout_of
 
 __all__ = ["PreparedCast", "prepare_cast"]
 
@@ -34,9 +38,11 @@ __all__ = ["PreparedCast", "prepare_cast"]
 class PreparedCast:
     """A cast between two contiguous runs of ``numel`` elements, set up once.
 
-    ``dst_extent`` / ``src_extent`` are the bytes each side spans; ``unit`` 1 (a cast's
-    addresses need only suit their lanes, checked per call). ``replay_block`` is None: the
-    stub replays same-dtype copies only.
+    ``dst_extent`` / ``src_extent`` are the bytes each side spans; ``unit`` the source's
+    lane size (the alignment its first byte needs; ``run`` checks both sides per call).
+    ``new_tensor_block`` gives the stub's ``_to_copy`` replay a cast between two of
+    float16, bfloat16, float32 and float64; ``replay_block`` is None: ``copy_`` into a
+    tensor of the user's is not replayed as a cast (its destination may not suit its lanes).
     """
 
     __slots__ = ("_local", "dst", "dst_extent", "numel", "src", "src_extent", "unit",
@@ -50,12 +56,29 @@ class PreparedCast:
         self.numel = numel
         self.src_extent = numel * self.src.itemsize
         self.dst_extent = numel * self.dst.itemsize
-        self.unit = 1
+        self.unit = self.src.lane.itemsize
         self.vector_nan = vector_nan
         self._local = threading.local()
 
     def replay_block(self) -> None:
         return None
+
+    def new_tensor_block(self) -> tuple[int, np.ndarray] | None:
+        """The C entry's address and parameter block (the count) of this cast into a new
+        tensor, for the stub's replay (``_replay.cast_entry``: ``converters``' two steps,
+        with the same arguments), or None for a cast it does not replay: any but float16,
+        bfloat16, float32 and float64 to one another. The stub checks the source's first
+        byte against ``unit``; a new tensor's suits any lane. Loads numba if need be."""
+        if self.src.kind not in _REPLAYED or self.dst.kind not in _REPLAYED:
+            return None
+        from torch_mydev.kernels.copy import _convert, _replay
+
+        nan_bits = _convert.BFLOAT16_VECTOR_NAN if self.vector_nan else _convert.BFLOAT16_NAN
+        address = _replay.cast_entry(
+            self.src.lane.type, _bfloat16(self.src), self.dst.lane.type, _bfloat16(self.dst),
+            nan_bits,
+        )  # fmt: skip
+        return address, np.array([self.numel], dtype=np.int64)
 
     def _converters(self) -> tuple[Reader, Writer]:
         pair = getattr(self._local, "pair", None)
@@ -91,12 +114,12 @@ def prepare_cast(
 ) -> PreparedCast | None:
     """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
     to one contiguous run of elements, below the parallel threshold and the chunk size, with
-    a source read as it is (float, complex, int64, uint64); None for any other cast
-    (``copy_strided`` runs it)."""
+    a source the reader takes in place (float16, bfloat16, float, complex, int64, uint64);
+    None for any other cast (``copy_strided`` runs it)."""
     src, dst = layout_of(src_dtype), layout_of(dst_dtype)
     if "bits" in (src.kind, dst.kind) or src_dtype == dst_dtype:
         return None
-    if not (src.kind in ("float", "complex") or src.lane.type in (_INT64, _UINT64)):
+    if not (src.kind in _READ_IN_PLACE or src.lane.type in (_INT64, _UINT64)):
         return None
     shape, dst_strides, src_strides = check_plan(shape, dst_strides, src_strides)
     numel = math.prod(shape)
@@ -112,6 +135,17 @@ def prepare_cast(
     # ``_vector_bfloat16_nan``: float32 -> bfloat16 with unit strides takes torch's vector loop
     vector_nan = src_dtype == torch.float32 and dst_dtype == torch.bfloat16
     return PreparedCast(src_dtype, dst_dtype, numel, vector_nan)
+
+
+_REPLAYED = ("reduced", "float")  # float16/bfloat16, float32/float64
+# Sources whose contiguous lanes the reader takes where they lie: ``copy_strided`` stages the
+# others (and float16/bfloat16 too, but staging one contiguous run copies it unchanged).
+_READ_IN_PLACE = ("float", "complex", "reduced")
+
+
+def _bfloat16(layout) -> bool | None:
+    """For ``cast_entry``: whether a float16/bfloat16 layout is bfloat16; None for float32/64."""
+    return layout.fmt == BFLOAT16 if layout.kind == "reduced" else None
 
 
 _INT64 = layout_of(torch.int64).lane.type

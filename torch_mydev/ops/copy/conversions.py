@@ -89,6 +89,10 @@ def _to_copy(
     new = _by_signature.peek(cache_key)
     if new is None:
         new = _new_copy(cache_key, self, dtype or self.dtype, memory_format, target)
+    elif not new.recorded and dtype is not None and target == self.device:
+        layout = (new.sizes, new.strides, new.dtype, new.index)  # a second call onto mydev:
+        recorded = replay.record_to_copy(key, dtype, memory_format, new.entry.prepared, layout)
+        new.recorded = bool(recorded)  # the stub replays the third (None: its entry compiles)
     return new.fill(new.allocate(), self, start, base + nbytes - start)
 
 
@@ -101,7 +105,7 @@ class NewCopy:
     none of Copy.cpp's overlap checks nor a bounds check on the destination.
     """
 
-    __slots__ = ("device", "dtype", "entry", "index", "sizes", "strides")
+    __slots__ = ("device", "dtype", "entry", "index", "recorded", "sizes", "strides")
 
     def __init__(
         self,
@@ -117,6 +121,7 @@ class NewCopy:
         self.device = device
         self.index = None if device.type == "cpu" else -1 if device.index is None else device.index
         self.entry = entry
+        self.recorded = False  # handed to the stub's _to_copy replay (ops/replay.py)
 
     def allocate(self) -> torch.Tensor:
         """The new, uninitialised tensor (on mydev: the stub's allocator, without Python)."""
