@@ -19,6 +19,7 @@ from tests.support.dtypes import COPY_DTYPES
 from tests.support.tensors import same_bits, values
 from torch_mydev import _C
 from torch_mydev.kernels.copy.prepared_cast import PreparedCast
+from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.ops import replay
 from torch_mydev.ops.copy import conversions
 from torch_mydev.ops.copy.aten import copy_entry
@@ -70,8 +71,7 @@ def test_small_contiguous_casts_equal_cpu(src_dtype) -> None:
             out = torch.empty_like(mine, dtype=dst_dtype)
             assert _same(out.copy_(mine).cpu(), expected), (src_dtype, dst_dtype)
             prepared = copy_entry(out, mine).prepared
-            in_place = (torch.float32, torch.float64, torch.int64, torch.uint64, *REDUCED)
-            if src_dtype in in_place or src_dtype in (torch.complex64, torch.complex128):
+            if layout_of(src_dtype).kind in ("bool", "int", "reduced", "float", "complex"):
                 assert isinstance(prepared, PreparedCast), (src_dtype, dst_dtype)
 
 
@@ -108,11 +108,13 @@ RUN_LAYOUTS = (
 )
 
 
-@pytest.mark.parametrize("src_dtype", FLOATS, ids=str)
-def test_float_casts_replayed_in_the_stub_equal_cpu(src_dtype, monkeypatch) -> None:
-    """The third ``.to(dtype)`` of a layout runs in the stub, never in Python, with CPU's
-    layout and bits (NaN payloads aside, as above), NaN, infinities, a subnormal and
-    values out of float16's range among them."""
+@pytest.mark.parametrize(
+    "src_dtype", (*FLOATS, torch.bool, torch.uint8, torch.int32, torch.int64), ids=str
+)
+def test_casts_to_floats_replayed_in_the_stub_equal_cpu(src_dtype, monkeypatch) -> None:
+    """The third ``.to(dtype)`` of a layout to a float type runs in the stub, never in
+    Python, with CPU's layout and bits (NaN payloads aside, as above), NaN, infinities, a
+    subnormal and values out of float16's range among them."""
     replay.clear()
     cases = []
     for dst_dtype in FLOATS:
@@ -139,8 +141,8 @@ def test_float_casts_replayed_in_the_stub_equal_cpu(src_dtype, monkeypatch) -> N
 
 
 def test_a_to_copy_the_stub_does_not_replay_runs_in_python() -> None:
-    """Another device, a layout that is no one run, an integer cast: Python serves them
-    (and equals CPU); the key holds the dtype and the memory format."""
+    """Another device, a layout that is no one run, a cast to an integer type: Python
+    serves them (and equals CPU); the key holds the dtype and the memory format."""
     replay.clear()
     cpu = torch.randn(6, 4, dtype=torch.float64) * 100
     mine = cpu.to("mydev")

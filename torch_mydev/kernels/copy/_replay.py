@@ -15,7 +15,12 @@ import functools
 import numba
 import numpy as np
 
-from torch_mydev.kernels.copy._convert import read_reduced, write_floating, write_reduced
+from torch_mydev.kernels.copy._convert import (
+    read_integral,
+    read_reduced,
+    write_floating,
+    write_reduced,
+)
 from torch_mydev.kernels.copy._planes import copy_planes_at
 from torch_mydev.kernels.copy._strided import copy_range_at, copy_tiles_at, move_bytes_at
 from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
@@ -85,61 +90,60 @@ def strided_entry(loop: str, unit_t: type) -> int:
     return c_entry(body, strided_entry, (loop, unit_t))
 
 
+@numba.njit(inline="always", **JIT)
+def _read_as_is(source, flag, n):
+    return source
+
+
+@numba.njit(inline="always", **JIT)
+def _read_reduced(source, is_bfloat16, n):
+    bits = np.empty(n, np.uint32)
+    read_reduced(bits, source, is_bfloat16, n)
+    return bits.view(np.float32)
+
+
+@numba.njit(inline="always", **JIT)
+def _read_integral(source, is_bool, n):
+    values = np.empty(n, np.int64)
+    read_integral(values, source, is_bool, n)
+    return values
+
+
+@numba.njit(inline="always", **JIT)
+def _write_floating(target, values, flag, nan_bits, n):
+    write_floating(target, 1, values, 1, n)
+
+
+@numba.njit(inline="always", **JIT)
+def _write_reduced(target, values, is_bfloat16, nan_bits, n):
+    write_reduced(target, values, 1, is_bfloat16, nan_bits, n)
+
+
+_READERS = {"as_is": _read_as_is, "reduced": _read_reduced, "integral": _read_integral}
+_WRITERS = {"floating": _write_floating, "reduced": _write_reduced}
+
+
 @functools.cache
-def cast_entry(src_lane: type, src_bfloat16: bool | None, dst_lane: type,
-               dst_bfloat16: bool | None, nan_bits: int) -> int:  # fmt: skip
-    """The address of the C entry of a contiguous cast between two of float16, bfloat16,
-    float32 and float64, the two steps ``cast.converters`` takes for it, with the same
-    arguments: a float16/bfloat16 source (``src_bfloat16`` not None) read into float32
-    bits (``read_reduced``), else read as it is; written by ``write_reduced`` (``dst_bfloat16``
-    not None, a NaN as ``nan_bits`` in bfloat16) or ``write_floating``. Block: the count."""
-    reduced_in, reduced_out = src_bfloat16 is not None, dst_bfloat16 is not None
+def cast_entry(src_lane: type, read: str, read_flag: bool, dst_lane: type, write: str,
+               write_flag: bool, nan_bits: int) -> int:  # fmt: skip
+    """The address of the C entry of a contiguous cast to float16, bfloat16, float32 or
+    float64: the two steps ``cast.converters`` takes for it, with the same arguments. The
+    source is read ``"as_is"`` (float32, float64, int64), ``"reduced"`` (float16/bfloat16
+    into float32 bits, ``read_reduced``; ``read_flag``: bfloat16) or ``"integral"`` (bool
+    and the narrower integers into int64, ``read_integral``; ``read_flag``: bool); it is
+    written ``"floating"`` (``write_floating``) or ``"reduced"`` (``write_reduced``;
+    ``write_flag``: bfloat16, a NaN as ``nan_bits``). Block: the element count."""
+    reader, writer = _READERS[read], _WRITERS[write]
 
-    if reduced_in and reduced_out:
+    def cast_replay(dst, src, unused, params):
+        n = numba.carray(_pointer_of(params, np.int64), 1)[0]
+        source = numba.carray(_pointer_of(src, src_lane), n)
+        target = numba.carray(_pointer_of(dst, dst_lane), n)
+        writer(target, reader(source, read_flag, n), write_flag, nan_bits, n)
+        return 0
 
-        def reduced_to_reduced(dst, src, unused, params):
-            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            source = numba.carray(_pointer_of(src, src_lane), n)
-            target = numba.carray(_pointer_of(dst, dst_lane), n)
-            bits = np.empty(n, np.uint32)
-            read_reduced(bits, source, src_bfloat16, n)
-            write_reduced(target, bits.view(np.float32), 1, dst_bfloat16, nan_bits, n)
-            return 0
-
-        body = reduced_to_reduced
-    elif reduced_in:
-
-        def reduced_to_float(dst, src, unused, params):
-            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            source = numba.carray(_pointer_of(src, src_lane), n)
-            target = numba.carray(_pointer_of(dst, dst_lane), n)
-            bits = np.empty(n, np.uint32)
-            read_reduced(bits, source, src_bfloat16, n)
-            write_floating(target, 1, bits.view(np.float32), 1, n)
-            return 0
-
-        body = reduced_to_float
-    elif reduced_out:
-
-        def float_to_reduced(dst, src, unused, params):
-            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            source = numba.carray(_pointer_of(src, src_lane), n)
-            target = numba.carray(_pointer_of(dst, dst_lane), n)
-            write_reduced(target, source, 1, dst_bfloat16, nan_bits, n)
-            return 0
-
-        body = float_to_reduced
-    else:
-
-        def float_to_float(dst, src, unused, params):
-            n = numba.carray(_pointer_of(params, np.int64), 1)[0]
-            source = numba.carray(_pointer_of(src, src_lane), n)
-            target = numba.carray(_pointer_of(dst, dst_lane), n)
-            write_floating(target, 1, source, 1, n)
-            return 0
-
-        body = float_to_float
-    return c_entry(body, cast_entry, (src_lane, src_bfloat16, dst_lane, dst_bfloat16, nan_bits))
+    args = (src_lane, read, read_flag, dst_lane, write, write_flag, nan_bits)
+    return c_entry(cast_replay, cast_entry, args)
 
 
 seal(__name__)  # keep last: keys the caches and widens the literals of the loops above

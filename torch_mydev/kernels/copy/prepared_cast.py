@@ -4,13 +4,14 @@
 its loop, builds both sides' staging and the dtype pair's converters on every call: about
 100 µs of Python for a few hundred elements, against CPU's 4. For the commonest cast --
 both sides one contiguous run (after coalescing), below the parallel threshold, a source
-the reader takes where it lies (``_unstaged``'s case, and float16/bfloat16, which that
-branch stages first: a copy of one contiguous run, unchanged) -- that branch reads the
+the reader takes where it lies (``_unstaged``'s case, and float16, bfloat16, bool and the
+narrower integers, which that branch stages first: a copy of one contiguous run, unchanged)
+-- that branch reads the
 source lanes, converts them to the canonical chunk and writes the destination lanes, in one
 chunk. ``PreparedCast.run`` does exactly those two steps on numpy views over the two
 addresses, with the converters made once per thread (they own scratch buffers), so the
-bytes are ``copy_strided``'s. The stub replays the casts between float16, bfloat16,
-float32 and float64 into a new tensor (``_to_copy``) through ``new_tensor_block``.
+bytes are ``copy_strided``'s. The stub replays the casts to float16, bfloat16, float32 and
+float64 into a new tensor (``_to_copy``) through ``new_tensor_block``.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class PreparedCast:
 
     ``dst_extent`` / ``src_extent`` are the bytes each side spans; ``unit`` the source's
     lane size (the alignment its first byte needs; ``run`` checks both sides per call).
-    ``new_tensor_block`` gives the stub's ``_to_copy`` replay a cast between two of
-    float16, bfloat16, float32 and float64; ``replay_block`` is None: ``copy_`` into a
+    ``new_tensor_block`` gives the stub's ``_to_copy`` replay a cast to float16, bfloat16,
+    float32 or float64; ``replay_block`` is None: ``copy_`` into a
     tensor of the user's is not replayed as a cast (its destination may not suit its lanes).
     """
 
@@ -66,18 +67,27 @@ class PreparedCast:
     def new_tensor_block(self) -> tuple[int, np.ndarray] | None:
         """The C entry's address and parameter block (the count) of this cast into a new
         tensor, for the stub's replay (``_replay.cast_entry``: ``converters``' two steps,
-        with the same arguments), or None for a cast it does not replay: any but float16,
-        bfloat16, float32 and float64 to one another. The stub checks the source's first
+        with the same arguments), or None for a cast it does not replay: one to complex,
+        an integer or bool, or from complex or uint64. The stub checks the source's first
         byte against ``unit``; a new tensor's suits any lane. Loads numba if need be."""
-        if self.src.kind not in _REPLAYED or self.dst.kind not in _REPLAYED:
+        src, dst = self.src, self.dst
+        if dst.kind not in ("reduced", "float") or src.lane.type == _UINT64:
+            return None  # (uint64 to float16 goes through a float32 chunk: not replayed)
+        if src.kind == "reduced":
+            read, read_flag = "reduced", src.fmt == BFLOAT16
+        elif src.kind == "float" or src.lane.type == _INT64:
+            read, read_flag = "as_is", False
+        elif src.kind in ("bool", "int"):
+            read, read_flag = "integral", src.kind == "bool"
+        else:
             return None
+        write = "reduced" if dst.kind == "reduced" else "floating"
         from torch_mydev.kernels.copy import _convert, _replay
 
         nan_bits = _convert.BFLOAT16_VECTOR_NAN if self.vector_nan else _convert.BFLOAT16_NAN
         address = _replay.cast_entry(
-            self.src.lane.type, _bfloat16(self.src), self.dst.lane.type, _bfloat16(self.dst),
-            nan_bits,
-        )  # fmt: skip
+            src.lane.type, read, read_flag, dst.lane.type, write, dst.fmt == BFLOAT16, nan_bits
+        )
         return address, np.array([self.numel], dtype=np.int64)
 
     def _converters(self) -> tuple[Reader, Writer]:
@@ -114,12 +124,12 @@ def prepare_cast(
 ) -> PreparedCast | None:
     """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
     to one contiguous run of elements, below the parallel threshold and the chunk size, with
-    a source the reader takes in place (float16, bfloat16, float, complex, int64, uint64);
-    None for any other cast (``copy_strided`` runs it)."""
+    a source the reader takes in place (bool, the integers, float16, bfloat16, float32,
+    float64, complex); None for any other cast (``copy_strided`` runs it)."""
     src, dst = layout_of(src_dtype), layout_of(dst_dtype)
     if "bits" in (src.kind, dst.kind) or src_dtype == dst_dtype:
         return None
-    if not (src.kind in _READ_IN_PLACE or src.lane.type in (_INT64, _UINT64)):
+    if src.kind not in _READ_IN_PLACE:
         return None
     shape, dst_strides, src_strides = check_plan(shape, dst_strides, src_strides)
     numel = math.prod(shape)
@@ -137,15 +147,10 @@ def prepare_cast(
     return PreparedCast(src_dtype, dst_dtype, numel, vector_nan)
 
 
-_REPLAYED = ("reduced", "float")  # float16/bfloat16, float32/float64
-# Sources whose contiguous lanes the reader takes where they lie: ``copy_strided`` stages the
-# others (and float16/bfloat16 too, but staging one contiguous run copies it unchanged).
-_READ_IN_PLACE = ("float", "complex", "reduced")
-
-
-def _bfloat16(layout) -> bool | None:
-    """For ``cast_entry``: whether a float16/bfloat16 layout is bfloat16; None for float32/64."""
-    return layout.fmt == BFLOAT16 if layout.kind == "reduced" else None
+# Sources whose contiguous lanes the reader takes where they lie (``copy_strided`` stages
+# float16/bfloat16, bool and the narrower integers first, but staging one contiguous run
+# copies it unchanged).
+_READ_IN_PLACE = ("float", "complex", "reduced", "bool", "int")
 
 
 _INT64 = layout_of(torch.int64).lane.type
