@@ -271,15 +271,8 @@ def record_clone(
     new tensor, ``layout`` that tensor's ``(sizes, strides, dtype, device index)``. A copy
     the stub does not replay (of nothing, or parallel) is not recorded."""
     block = None if prepared is None else prepared.replay_block()
-    if block is None:
-        return
-    address, params = block
-    sizes, strides, dtype, index = layout
-    _C._native_replay_put(
-        "clone", key, sizes, strides, dtype, index, address, params.tobytes(),
-        prepared.dst_extent, prepared.src_extent, None, _FORMAT_WORD[memory_format], None,
-        prepared.unit,
-    )  # fmt: skip
+    if block is not None:
+        _put_new_tensor("clone", key, block, prepared, layout, memory_format)
 
 
 @_unless_compiling
@@ -293,19 +286,28 @@ def record_to_copy(
     that tensor's ``(sizes, strides, dtype, device index)``. The key's last word holds
     ``dtype`` where a number operand's type would (``constant_dtype`` says the same) and the
     format where its position would. A copy the stub does not replay (of nothing, parallel,
-    a cast other than between float16, bfloat16, float32 and float64) is not recorded.
-    True once handled (recorded, or not to be); None while its C entry compiles."""
+    a cast to other than a float type) is not recorded. True once handled (recorded, or
+    not to be); None while its C entry compiles."""
     block = None if prepared is None else prepared.new_tensor_block()
-    if block is None:
-        return True
+    if block is not None:
+        _put_new_tensor("_to_copy", key, block, prepared, layout, memory_format, dtype)
+    return True
+
+
+def _put_new_tensor(
+    table: str, key: bytes, block: tuple, prepared, layout: tuple,
+    memory_format: torch.memory_format | None, dtype: torch.dtype | None = None,
+) -> None:  # fmt: skip
+    """The stub's record, in ``table``, of a copy (``block``: its C entry and parameters)
+    into a new tensor laid out as ``layout``; the format stands where a number operand's
+    position would, and ``dtype`` (a ``_to_copy``'s) where its type would."""
     address, params = block
     sizes, strides, new_dtype, index = layout
     _C._native_replay_put(
-        "_to_copy", key, sizes, strides, new_dtype, index, address, params.tobytes(),
+        table, key, sizes, strides, new_dtype, index, address, params.tobytes(),
         prepared.dst_extent, prepared.src_extent, dtype, _FORMAT_WORD[memory_format], dtype,
         prepared.unit,
     )  # fmt: skip
-    return True
 
 
 def record_empty_like(key: bytes, memory_format: torch.memory_format | None, layout: tuple) -> None:
