@@ -165,3 +165,39 @@ def test_a_to_copy_the_stub_does_not_replay_runs_in_python() -> None:
         assert got.stride() == expected.stride() and same_bits(got.cpu(), expected)
     # contiguous_format is no one run here (the strides change): two records, not three
     assert _C._native_replay_size("_to_copy") == 2
+
+
+LONG_CASTS = (
+    (torch.float16, torch.float32),
+    (torch.float32, torch.bfloat16),
+    (torch.bool, torch.float16),
+    (torch.int64, torch.float64),
+    (torch.float64, torch.complex64),  # prepared, not replayed
+)
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype"), LONG_CASTS, ids=str)
+def test_casts_of_many_chunks_equal_cpu(src_dtype, dst_dtype, monkeypatch) -> None:
+    """A run past one chunk (``CAST_CHUNK`` in Python, ``REPLAY_CAST_CHUNK`` in the stub's
+    entry) and past ``PARALLEL_MIN_NUMEL``, up to ``SERIAL_CAST_MAX``: the prepared form
+    and the replay cast it chunk by chunk, with CPU's bits."""
+    replay.clear()
+    numel = 100_003  # an odd tail in every chunking
+    cpu = _source(src_dtype, dst_dtype).repeat(numel // 40 + 1)[:numel]  # specials throughout
+    mine = cpu.to("mydev")
+    expected = cpu.to(dst_dtype)
+    out = torch.empty(numel, dtype=dst_dtype, device="mydev")
+    assert isinstance(copy_entry(out, mine).prepared, PreparedCast)
+    for _ in range(2):  # the second call records (a float destination)
+        assert _same(mine.to(dst_dtype).cpu(), expected)
+    replayed = _C._native_replay_size("_to_copy") == 1
+    assert replayed == (not dst_dtype.is_complex)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python path ran for a recorded _to_copy")
+
+    if replayed:
+        monkeypatch.setattr(conversions, "_signature", refuse)
+    got = mine.to(dst_dtype)
+    monkeypatch.undo()
+    assert _same(got.cpu(), expected)

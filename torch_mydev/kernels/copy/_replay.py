@@ -90,23 +90,26 @@ def strided_entry(loop: str, unit_t: type) -> int:
     return c_entry(body, strided_entry, (loop, unit_t))
 
 
+# Elements a cast entry converts at a time: its canonical buffer (up to 8 bytes an element)
+# is one small heap block per call, never a fresh mapping the first touch faults in.
+REPLAY_CAST_CHUNK = 4096
+
+
 @numba.njit(inline="always", **JIT)
-def _read_as_is(source, flag, n):
+def _read_as_is(source, flag, n, buffer):
     return source
 
 
 @numba.njit(inline="always", **JIT)
-def _read_reduced(source, is_bfloat16, n):
-    bits = np.empty(n, np.uint32)
+def _read_reduced(source, is_bfloat16, n, bits):
     read_reduced(bits, source, is_bfloat16, n)
-    return bits.view(np.float32)
+    return bits[:n].view(np.float32)
 
 
 @numba.njit(inline="always", **JIT)
-def _read_integral(source, is_bool, n):
-    values = np.empty(n, np.int64)
+def _read_integral(source, is_bool, n, values):
     read_integral(values, source, is_bool, n)
-    return values
+    return values[:n]
 
 
 @numba.njit(inline="always", **JIT)
@@ -119,7 +122,12 @@ def _write_reduced(target, values, is_bfloat16, nan_bits, n):
     write_reduced(target, values, 1, is_bfloat16, nan_bits, n)
 
 
-_READERS = {"as_is": _read_as_is, "reduced": _read_reduced, "integral": _read_integral}
+# reader -> (its function, the canonical buffer's element type); writer -> its function
+_READERS = {
+    "as_is": (_read_as_is, np.uint8),
+    "reduced": (_read_reduced, np.uint32),
+    "integral": (_read_integral, np.int64),
+}
 _WRITERS = {"floating": _write_floating, "reduced": _write_reduced}
 
 
@@ -127,19 +135,25 @@ _WRITERS = {"floating": _write_floating, "reduced": _write_reduced}
 def cast_entry(src_lane: type, read: str, read_flag: bool, dst_lane: type, write: str,
                write_flag: bool, nan_bits: int) -> int:  # fmt: skip
     """The address of the C entry of a contiguous cast to float16, bfloat16, float32 or
-    float64: the two steps ``cast.converters`` takes for it, with the same arguments. The
+    float64: the two steps ``cast.converters`` takes for it, with the same arguments, over
+    chunks of ``REPLAY_CAST_CHUNK`` elements (each element converts on its own). The
     source is read ``"as_is"`` (float32, float64, int64), ``"reduced"`` (float16/bfloat16
     into float32 bits, ``read_reduced``; ``read_flag``: bfloat16) or ``"integral"`` (bool
     and the narrower integers into int64, ``read_integral``; ``read_flag``: bool); it is
     written ``"floating"`` (``write_floating``) or ``"reduced"`` (``write_reduced``;
     ``write_flag``: bfloat16, a NaN as ``nan_bits``). Block: the element count."""
-    reader, writer = _READERS[read], _WRITERS[write]
+    (reader, canonical), writer = _READERS[read], _WRITERS[write]
+    chunk = REPLAY_CAST_CHUNK
 
     def cast_replay(dst, src, unused, params):
         n = numba.carray(_pointer_of(params, np.int64), 1)[0]
         source = numba.carray(_pointer_of(src, src_lane), n)
         target = numba.carray(_pointer_of(dst, dst_lane), n)
-        writer(target, reader(source, read_flag, n), write_flag, nan_bits, n)
+        buffer = np.empty(min(n, chunk), canonical)
+        for begin in range(0, n, chunk):
+            m = min(chunk, n - begin)
+            values = reader(source[begin : begin + m], read_flag, m, buffer)
+            writer(target[begin : begin + m], values, write_flag, nan_bits, m)
         return 0
 
     args = (src_lane, read, read_flag, dst_lane, write, write_flag, nan_bits)

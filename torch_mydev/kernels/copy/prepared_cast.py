@@ -3,15 +3,15 @@
 ``copy_strided``'s casting branch (``copy.kernel._copy_cast``) normalises the plan, picks
 its loop, builds both sides' staging and the dtype pair's converters on every call: about
 100 µs of Python for a few hundred elements, against CPU's 4. For the commonest cast --
-both sides one contiguous run (after coalescing), below the parallel threshold, a source
-the reader takes where it lies (``_unstaged``'s case, and float16, bfloat16, bool and the
-narrower integers, which that branch stages first: a copy of one contiguous run, unchanged)
--- that branch reads the
-source lanes, converts them to the canonical chunk and writes the destination lanes, in one
-chunk. ``PreparedCast.run`` does exactly those two steps on numpy views over the two
-addresses, with the converters made once per thread (they own scratch buffers), so the
-bytes are ``copy_strided``'s. The stub replays the casts to float16, bfloat16, float32 and
-float64 into a new tensor (``_to_copy``) through ``new_tensor_block``.
+both sides one contiguous run (after coalescing), up to ``SERIAL_CAST_MAX`` elements, a
+source the reader takes where it lies (``_unstaged``'s case, and float16, bfloat16, bool
+and the narrower integers, which that branch stages first: a copy of one contiguous run,
+unchanged) -- that branch reads the source lanes, converts them to the canonical chunk and
+writes the destination lanes, a chunk at a time. ``PreparedCast.run`` does exactly those
+two steps on numpy views over the two addresses, with the converters made once per thread
+(they own scratch buffers), so the bytes are ``copy_strided``'s. The stub replays the casts
+to float16, bfloat16, float32 and float64 into a new tensor (``_to_copy``) through
+``new_tensor_block``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from torch_mydev.kernels import numba_module
 from torch_mydev.kernels.copy.cast import Reader, Writer, converters
 from torch_mydev.kernels.copy.loops import (
     CAST_CHUNK,
-    PARALLEL_MIN_NUMEL,
     check_plan,
     coalesce,
     lanes_at,
@@ -94,7 +93,8 @@ class PreparedCast:
         pair = getattr(self._local, "pair", None)
         if pair is None:
             convert = numba_module("copy._convert")  # imported on the first cast that runs
-            pair = converters(self.src, self.dst, self.numel, convert, self.vector_nan)
+            chunk = min(self.numel, CAST_CHUNK)
+            pair = converters(self.src, self.dst, chunk, convert, self.vector_nan)
             self._local.pair = pair
         return pair
 
@@ -111,7 +111,11 @@ class PreparedCast:
         reader, writer = self._converters()
         source = lanes_at(src_start, self.src_extent, src_lane.itemsize).view(src_lane)
         target = lanes_at(dst_start, self.dst_extent, dst_lane.itemsize).view(dst_lane)
-        writer(target, reader(source, self.numel), self.numel)
+        src_lanes, dst_lanes = self.src.lanes, self.dst.lanes
+        for begin in range(0, self.numel, CAST_CHUNK):  # each chunk converts on its own
+            n = min(CAST_CHUNK, self.numel - begin)
+            chunk = source[begin * src_lanes : (begin + n) * src_lanes]
+            writer(target[begin * dst_lanes : (begin + n) * dst_lanes], reader(chunk, n), n)
         return True
 
 
@@ -123,7 +127,8 @@ def prepare_cast(
     src_strides: tuple[int, ...],
 ) -> PreparedCast | None:
     """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
-    to one contiguous run of elements, below the parallel threshold and the chunk size, with
+    to one contiguous run of elements, up to ``SERIAL_CAST_MAX`` of them (cast a chunk of
+    ``CAST_CHUNK`` at a time, on the caller's thread), with
     a source the reader takes in place (bool, the integers, float16, bfloat16, float32,
     float64, complex); None for any other cast (``copy_strided`` runs it)."""
     src, dst = layout_of(src_dtype), layout_of(dst_dtype)
@@ -133,8 +138,8 @@ def prepare_cast(
         return None
     shape, dst_strides, src_strides = check_plan(shape, dst_strides, src_strides)
     numel = math.prod(shape)
-    if numel == 0 or numel > CAST_CHUNK or numel >= PARALLEL_MIN_NUMEL:
-        return None  # (at or above the threshold copy_strided may run threads)
+    if numel == 0 or numel > SERIAL_CAST_MAX:
+        return None
     if not shape:  # a 0-dim cast converts as a scalar (no vector bfloat16 NaN)
         return None
     shape, dst_strides, src_strides = coalesce(shape, dst_strides, src_strides)
@@ -147,6 +152,11 @@ def prepare_cast(
     return PreparedCast(src_dtype, dst_dtype, numel, vector_nan)
 
 
+# The largest cast of one run done here, on the caller's thread: copy_strided casts from
+# PARALLEL_MIN_NUMEL elements on Python's thread pool, whose wake-ups cost more than the
+# cast until far above it (two cores, float16 -> float32: 64K elements 91 us pooled
+# against about 8 us here; 1M 296 us pooled).
+SERIAL_CAST_MAX = 1 << 18
 # Sources whose contiguous lanes the reader takes where they lie (``copy_strided`` stages
 # float16/bfloat16, bool and the narrower integers first, but staging one contiguous run
 # copies it unchanged).
