@@ -18,8 +18,9 @@ import torch
 from tests.support.dtypes import COPY_DTYPES
 from tests.support.tensors import same_bits, values
 from torch_mydev import _C
-from torch_mydev.kernels.copy.prepared_cast import PreparedCast
+from torch_mydev.kernels.copy.prepared_cast import SERIAL_CAST_MAX, PreparedCast
 from torch_mydev.kernels.dtypes import layout_of
+from torch_mydev.kernels.parallel import threads
 from torch_mydev.ops import replay
 from torch_mydev.ops.copy import conversions
 from torch_mydev.ops.copy.aten import copy_entry
@@ -201,3 +202,19 @@ def test_casts_of_many_chunks_equal_cpu(src_dtype, dst_dtype, monkeypatch) -> No
     got = mine.to(dst_dtype)
     monkeypatch.undo()
     assert _same(got.cpu(), expected)
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype"), LONG_CASTS[:3], ids=str)
+def test_casts_past_the_serial_size_run_on_numbas_threads(src_dtype, dst_dtype) -> None:
+    """Past ``SERIAL_CAST_MAX`` a cast with a C entry runs it over runs of its elements on
+    numba's threads (one parallel region), with CPU's bits."""
+    numel = SERIAL_CAST_MAX + 12_345
+    cpu = _source(src_dtype, dst_dtype).repeat(numel // 40 + 1)[:numel]
+    mine = cpu.to("mydev")
+    out = torch.empty(numel, dtype=dst_dtype, device="mydev")
+    assert isinstance(copy_entry(out, mine).prepared, PreparedCast)
+    before = threads.regions()
+    got = mine.to(dst_dtype)
+    if threads.count() >= 2:  # one thread: the serial chunks run it (the same bytes)
+        assert threads.regions() == before + 1
+    assert _same(got.cpu(), cpu.to(dst_dtype))
