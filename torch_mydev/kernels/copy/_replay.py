@@ -122,11 +122,12 @@ def _write_reduced(target, values, is_bfloat16, nan_bits, n):
     write_reduced(target, values, 1, is_bfloat16, nan_bits, n)
 
 
-# reader -> (its function, the canonical buffer's element type); writer -> its function
+# reader -> (its function, its canonical buffer's element type and chunk length: as_is reads
+# the source where it lies and takes an empty one); writer -> its function
 _READERS = {
-    "as_is": (_read_as_is, np.uint8),
-    "reduced": (_read_reduced, np.uint32),
-    "integral": (_read_integral, np.int64),
+    "as_is": (_read_as_is, np.uint8, 0),
+    "reduced": (_read_reduced, np.uint32, REPLAY_CAST_CHUNK),
+    "integral": (_read_integral, np.int64, REPLAY_CAST_CHUNK),
 }
 _WRITERS = {"floating": _write_floating, "reduced": _write_reduced}
 
@@ -142,14 +143,14 @@ def cast_entry(src_lane: type, read: str, read_flag: bool, dst_lane: type, write
     and the narrower integers into int64, ``read_integral``; ``read_flag``: bool); it is
     written ``"floating"`` (``write_floating``) or ``"reduced"`` (``write_reduced``;
     ``write_flag``: bfloat16, a NaN as ``nan_bits``). Block: the element count."""
-    (reader, canonical), writer = _READERS[read], _WRITERS[write]
+    (reader, canonical, length), writer = _READERS[read], _WRITERS[write]
     chunk = REPLAY_CAST_CHUNK
 
     def cast_replay(dst, src, unused, params):
         n = numba.carray(_pointer_of(params, np.int64), 1)[0]
         source = numba.carray(_pointer_of(src, src_lane), n)
         target = numba.carray(_pointer_of(dst, dst_lane), n)
-        buffer = np.empty(min(n, chunk), canonical)
+        buffer = np.empty(min(n, length), canonical)
         for begin in range(0, n, chunk):
             m = min(chunk, n - begin)
             values = reader(source[begin : begin + m], read_flag, m, buffer)

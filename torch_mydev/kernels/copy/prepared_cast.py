@@ -8,11 +8,10 @@ cast to a float type, run on numba's threads), a source the reader takes where i
 (``_unstaged``'s case, and float16, bfloat16, bool and the narrower integers, which that
 branch stages first: a copy of one contiguous run, unchanged) -- that branch reads the
 source lanes, converts them to the canonical chunk and writes the destination lanes, a
-chunk at a time. ``PreparedCast.run`` does exactly those
-two steps on numpy views over the two addresses, with the converters made once per thread
-(they own scratch buffers), so the bytes are ``copy_strided``'s. The stub replays the casts
-to float16, bfloat16, float32 and float64 into a new tensor (``_to_copy``) through
-``new_tensor_block``.
+chunk at a time. ``PreparedCast.run`` does exactly those two steps on numpy views over the
+two addresses, with the converters made once per thread (they own scratch buffers), so the
+bytes are ``copy_strided``'s. The stub replays the casts to float16, bfloat16, float32 and
+float64 into a new tensor (``_to_copy``) through ``new_tensor_block``.
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ class PreparedCast:
     ``dst_extent`` / ``src_extent`` are the bytes each side spans; ``unit`` the source's
     lane size (the alignment its first byte needs; ``run`` checks both sides per call).
     ``new_tensor_block`` gives the stub's ``_to_copy`` replay a cast to float16, bfloat16,
-    float32 or float64; ``replay_block`` is None: ``copy_`` into a
-    tensor of the user's is not replayed as a cast (its destination may not suit its lanes).
+    float32 or float64; ``replay_block`` is None: ``copy_`` into a tensor of the user's is
+    not replayed as a cast (its destination may not suit its lanes).
     """
 
     __slots__ = ("_local", "dst", "dst_extent", "numel", "src", "src_extent", "unit",
@@ -108,11 +107,11 @@ class PreparedCast:
         src_lane, dst_lane = self.src.lane, self.dst.lane
         if src_start % src_lane.itemsize or dst_start % dst_lane.itemsize:
             return False
+        if self.numel > SERIAL_CAST_MAX and self._run_parallel(dst_start, src_start):
+            return True
         reader, writer = self._converters()
         source = lanes_at(src_start, self.src_extent, src_lane.itemsize).view(src_lane)
         target = lanes_at(dst_start, self.dst_extent, dst_lane.itemsize).view(dst_lane)
-        if self.numel > SERIAL_CAST_MAX and self._run_parallel(dst_start, src_start):
-            return True
         src_lanes, dst_lanes = self.src.lanes, self.dst.lanes
         for begin in range(0, self.numel, CAST_CHUNK):  # each chunk converts on its own
             n = min(CAST_CHUNK, self.numel - begin)
@@ -173,9 +172,9 @@ def prepare_cast(
     """The ``PreparedCast`` of a plan (byte strides, dim 0 fastest) whose two sides coalesce
     to one contiguous run of elements (cast a chunk of ``CAST_CHUNK`` at a time on the
     caller's thread; past ``SERIAL_CAST_MAX`` of them, only a pair with a cast entry, run
-    on numba's threads), with
-    a source the reader takes in place (bool, the integers, float16, bfloat16, float32,
-    float64, complex); None for any other cast (``copy_strided`` runs it)."""
+    on numba's threads), with a source the reader takes in place (bool, the integers,
+    float16, bfloat16, float32, float64, complex); None for any other cast
+    (``copy_strided`` runs it)."""
     src, dst = layout_of(src_dtype), layout_of(dst_dtype)
     if "bits" in (src.kind, dst.kind) or src_dtype == dst_dtype:
         return None
