@@ -128,6 +128,10 @@ def test_first_calls_never_compile_in_the_caller_and_equal_cpu():
 
 
 _TAKE_OVER = """
+compiler.IDLE_SECONDS = 600  # one child for every batch, however slow the machine
+children = []
+start_child = compiler._start_child
+compiler._start_child = lambda: children.append(1) or start_child()
 x = torch.randn(64, 32)
 check("add", lambda t: t + t, x)
 assert compiler.stats()["served_on_cpu:add.Tensor"] == 1
@@ -149,6 +153,7 @@ after = compiler.stats()
 assert after == before, (before, after)  # the loops ran these: nothing served, nothing queued
 assert after["compiled"] >= 2 and after.get("failed", 0) == 0, after
 assert after.get("compiled_in_caller", 0) == 0, after
+assert len(children) == 1, children  # it stayed for the next batches (each start: seconds)
 print("ok")
 """
 
@@ -204,13 +209,21 @@ assert not errors, errors
 assert compiler.stats().get("compiled_in_caller", 0) == 0, compiler.stats()
 pending = compiler.stats()["pending"]
 assert pending, compiler.stats()
+child = compile_child()  # it runs: a fork inherits the ends of its pipes
+compiler.IDLE_SECONDS = 0  # the child is told to stop as soon as its batches are done
+hold_r, hold_w = os.pipe()
 pid = os.fork()  # with compiles queued in the parent
 if pid == 0:  # a forked worker that never touches mydev (CUDA's rule: it may not) and exits
     compiler.served_on_cpu("nothing")
+    os.read(hold_r, 1)  # holding the compiler's pipes open until the parent has checked
     sys.exit(0)  # runs atexit: it must not end the parent's compiler process
+try:
+    assert compiler.wait(timeout=540), compiler.stats()
+    assert compiler.stats().get("failed", 0) == 0, compiler.stats()
+    assert child.wait(timeout=120) == 0  # stopped, though the fork still holds its input open
+finally:
+    os.write(hold_w, b"x")
 assert os.waitpid(pid, 0)[1] == 0
-assert compiler.wait(timeout=540), compiler.stats()
-assert compiler.stats().get("failed", 0) == 0, compiler.stats()
 print("ok")
 """
 
@@ -319,6 +332,7 @@ def test_a_repeat_goes_straight_to_cpu_while_its_loop_compiles():
 
 _PRIORITY_AND_CTRL_C = """
 import os, signal, time
+compiler.IDLE_SECONDS = 0  # the child is told to stop as soon as its batch is done
 x = torch.randn(64, 32)
 check("abs", torch.abs, x)
 child = compile_child()
@@ -337,8 +351,8 @@ try:  # the terminal's Ctrl-C: SIGINT to the foreground process group
     time.sleep(5)
 except KeyboardInterrupt:
     pass
-# The compile goes on to its end: the child exits by itself, with status 0 (a SIGINT would
-# end it with -2, or 1 from a KeyboardInterrupt), having compiled the batch it was given.
+# The compile goes on to its end: the child, told to stop after its batch, exits with status
+# 0 (a SIGINT would end it with -2, or 1 from a KeyboardInterrupt), the batch compiled.
 assert compiler.wait(timeout=540), compiler.stats()
 assert child.wait(timeout=60) == 0, child.returncode
 assert compiler.stats()["compiled"] >= 1, compiler.stats()

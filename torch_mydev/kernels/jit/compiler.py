@@ -19,6 +19,7 @@ too, so a real error reaches the user.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import pickle
@@ -67,6 +68,9 @@ _failed: set[Job] = set()
 _done: set[Job] = set()
 _tries: Counter[Job] = Counter()  # runs of a child that a signal ended, per job
 _MAX_TRIES = 2
+# The child waits this long for another batch before it exits: a program meets its loops
+# in waves (each op's first call, the stub's C entries on second calls, new layouts).
+IDLE_SECONDS = 10.0
 _stats: Counter[str] = Counter()
 _worker: threading.Thread | None = None
 _child: subprocess.Popen | None = None
@@ -228,13 +232,18 @@ def _submit(job: Job) -> None:
 
 
 def _work() -> None:
-    """Hand queued signatures to one child process at a time, in batches."""
-    global _child
+    """Hand queued signatures to the child process in batches: started when a batch comes,
+    ended once nothing has been queued for ``IDLE_SECONDS``."""
     while True:
         with _wake:
-            _wake.wait_for(lambda: bool(_queued))
-            batch = list(_queued)
-            _queued.clear()
+            if _wake.wait_for(lambda: bool(_queued), IDLE_SECONDS if _child else None):
+                batch = list(_queued)
+                _queued.clear()
+            else:
+                batch = []
+        if not batch:
+            _close_child()
+            continue
         done, ended = _compile_in_child(batch)
         with _wake:
             for job in batch:
@@ -252,42 +261,85 @@ def _work() -> None:
             _wake.notify_all()
 
 
-def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
-    """Run the child (``_CHILD_MAIN``) over ``batch``: the jobs it compiled, and whether a
-    signal ended it (not a failure of the jobs: they are tried again).
-
-    The child runs in a process group of its own, so a Ctrl-C at the terminal, which
-    interrupts the user's program, does not end a compile the next run would need too. It
-    stays in the user's session: Linux's scheduler autogroups share the CPU between
-    sessions first, and a child in a session of its own took half of it whatever its
-    priority (each 64x64 ``mm`` of the user's program waited 16 ms for its second thread).
-    """
-    global _child
+def _start_child() -> subprocess.Popen:
+    """The compiler process (``_CHILD_MAIN``), in a process group of its own, so a Ctrl-C at
+    the terminal, which interrupts the user's program, does not end a compile the next run
+    would need too. It stays in the user's session: Linux's scheduler autogroups share the
+    CPU between sessions first, and a child in a session of its own took half of it whatever
+    its priority (each 64x64 ``mm`` of the user's program waited 16 ms for its second
+    thread)."""
     env = {
         **os.environ,
         MODE_ENV: "sync",
         "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
         _PARENT_ENV: str(os.getpid()),
     }
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD_MAIN],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        process_group=0,
+    )
+
+
+def _compile_in_child(batch: list[Job]) -> tuple[set[Job], bool]:
+    """Send ``batch`` to the child (started if none runs) and read back the jobs it
+    compiled, and whether a signal ended it (not a failure of the jobs: they are tried
+    again). The child stays for the next batch: starting one (torch's import, numba's
+    modules) took about 3 s here, which every batch paid before."""
+    global _child
     try:
         with _lock:
-            _child = subprocess.Popen(
-                [sys.executable, "-c", _CHILD_MAIN],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                process_group=0,
-            )
-        out, _ = _child.communicate(pickle.dumps(batch))
-        if _child.returncode:
-            return set(), _child.returncode < 0
-        return set(pickle.loads(out)), False
-    except Exception:  # no child could run (or it said nothing readable): compile here later
-        return set(), False
-    finally:
-        with _lock:
-            _child = None
+            if _child is None:
+                _child = _start_child()
+            child = _child
+        _send(child.stdin, batch)
+        return set(_receive(child.stdout)), False
+    except Exception:  # it ended, or no child could run: compile here later
+        return set(), _close_child(kill=True) < 0
+
+
+def _send(stream: Any, value: Any) -> None:
+    """One message between this process and the child: its length (8 bytes, little-endian),
+    then its pickle."""
+    data = pickle.dumps(value)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def _receive(stream: Any) -> Any:
+    """The next message ``_send`` wrote to ``stream``; EOFError where the writer ended."""
+    head = stream.read(8)
+    data = stream.read(int.from_bytes(head, "little")) if len(head) == 8 else b""
+    if not data:
+        raise EOFError("the other end of the compiler's pipe closed")
+    return pickle.loads(data)
+
+
+def _close_child(kill: bool = False) -> int:
+    """End the child, if one runs, and return its exit status (negative: the signal that
+    ended it; 0 where none ran). Told to stop, it exits 0; ``kill`` ends it at once (after
+    a broken pipe: it has ended or cannot go on). Not by closing its input alone: a process
+    forked from this one holds that pipe open too."""
+    global _child
+    with _lock:
+        child, _child = _child, None
+    if child is None:
+        return 0
+    if not kill:
+        with contextlib.suppress(OSError):
+            _send(child.stdin, None)
+    with contextlib.suppress(OSError):
+        child.stdin.close()
+    if kill and child.poll() is None:
+        child.kill()
+    try:
+        return child.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.wait()
 
 
 @atexit.register
@@ -360,18 +412,24 @@ _main()
 
 
 def _main() -> None:
-    """The child: compile each job read from stdin into the cache; print the ones done."""
-    import contextlib
-
+    """The child: compile each batch of jobs read from stdin into the cache and answer with
+    the ones done, until told to stop (``_close_child``) or its input closes."""
     _die_with_parent(int(os.environ[_PARENT_ENV]))
     from torch_mydev import kernels
 
     kernels.load_numba_modules()
-    done = []
-    for job in pickle.loads(sys.stdin.buffer.read()):
-        kind, module, qualname, args = job
-        with contextlib.suppress(Exception):  # a failed job is compiled by its caller
-            target = _resolve(module, qualname)
-            target.compile(args) if kind == "compile" else target(*args)
-            done.append(job)
-    sys.stdout.buffer.write(pickle.dumps(done))
+    while True:
+        try:
+            batch = _receive(sys.stdin.buffer)
+        except EOFError:
+            return
+        if batch is None:  # _close_child
+            return
+        done = []
+        for job in batch:
+            kind, module, qualname, args = job
+            with contextlib.suppress(Exception):  # a failed job is compiled by its caller
+                target = _resolve(module, qualname)
+                target.compile(args) if kind == "compile" else target(*args)
+                done.append(job)
+        _send(sys.stdout.buffer, done)
