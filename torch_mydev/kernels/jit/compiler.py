@@ -375,46 +375,50 @@ def _resolve(module: str, qualname: str) -> Any:
     return target
 
 
-def _die_with_parent(parent: int) -> None:
-    """End this process when ``parent`` ends, however it ends: a program killed by a signal
-    runs no ``atexit`` handler, and its compiler would otherwise go on alone for minutes.
-    Linux's ``PR_SET_PDEATHSIG``; elsewhere a thread that watches the parent."""
-    import ctypes
-    import signal
+def _watch_parent(parent: int) -> None:
+    """End this process when ``parent`` ends, where Linux's ``PR_SET_PDEATHSIG`` (asked for by
+    ``_CHILD_MAIN``) is not there: a thread that watches it. A program killed by a signal
+    runs no ``atexit`` handler, and its compiler would otherwise go on alone for minutes."""
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
-            raise OSError(ctypes.get_errno(), "prctl")
-    except (OSError, AttributeError):
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                threading.Event().wait(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, daemon=True).start()
-    if os.getppid() != parent:  # it ended before the signal was asked for
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(1.0)
         os._exit(1)
 
+    threading.Thread(target=watch, daemon=True).start()
 
-# The child's program. Its first statements give it the CPU only when nothing else wants it
-# (Linux's SCHED_IDLE, else the lowest niceness), before its imports: torch's take seconds.
+
+# The child's program. Its first statements, before it may wait for CPU time, ask Linux to
+# end it with the program that started it (``PR_SET_PDEATHSIG``; elsewhere ``_watch_parent``):
+# at ``SCHED_IDLE`` on a busy machine it took over 10 s to reach that request after torch's
+# import, and a program killed meanwhile left it running. Then it takes the CPU only when
+# nothing else wants it (Linux's SCHED_IDLE, else the lowest niceness), before its imports:
+# torch's take seconds.
 _CHILD_MAIN = f"""
 import os
+try:
+    import ctypes, signal
+    asked = ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    asked = False
+parent = int(os.environ["{_PARENT_ENV}"])
+if os.getppid() != parent:  # it ended before that
+    os._exit(1)
 try:
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 except (AttributeError, OSError):
     os.nice(19)
 from {__name__} import _main
-_main()
+_main(None if asked else parent)
 """
 
 
-def _main() -> None:
+def _main(watch: int | None) -> None:
     """The child: compile each batch of jobs read from stdin into the cache and answer with
-    the ones done, until told to stop (``_close_child``) or its input closes."""
-    _die_with_parent(int(os.environ[_PARENT_ENV]))
+    the ones done, until told to stop (``_close_child``) or its input closes. ``watch``: the
+    parent to watch (``_watch_parent``), where Linux does not end this process with it."""
+    if watch is not None:
+        _watch_parent(watch)
     from torch_mydev import kernels
 
     kernels.load_numba_modules()
