@@ -190,6 +190,24 @@ def test_a_child_ended_from_outside_is_run_again():
     assert _run(_CHILD_KILLED).strip() == "ok"
 
 
+_PRINTS = """
+x = torch.randn(64, 32)
+check("neg", torch.neg, x)
+assert compiler.wait(timeout=300), compiler.stats()
+stats = compiler.stats()
+assert stats.get("failed", 0) == 0 and stats["compiled"] >= 1, stats
+print("ok")
+"""
+
+
+def test_what_the_child_prints_stays_out_of_its_answers():
+    """numba's ``NUMBA_DEBUG_CACHE`` prints each cache save on stdout, the child's pipe."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**_background_env(cache), "NUMBA_DEBUG_CACHE": "1"}
+        out = run_python(_PRELUDE + _PRINTS, env=env, timeout=600).stdout
+    assert out.strip().endswith("ok"), out[-2000:]
+
+
 _THREADS_AND_FORK = """
 import os, sys, threading
 x = torch.randn(64, 32)

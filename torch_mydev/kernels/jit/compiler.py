@@ -236,7 +236,7 @@ def _work() -> None:
     ended once nothing has been queued for ``IDLE_SECONDS``."""
     while True:
         with _wake:
-            if _wake.wait_for(lambda: bool(_queued), IDLE_SECONDS if _child else None):
+            if _wake.wait_for(lambda: bool(_queued), IDLE_SECONDS if _child is not None else None):
                 batch = list(_queued)
                 _queued.clear()
             else:
@@ -419,6 +419,10 @@ def _main(watch: int | None) -> None:
     parent to watch (``_watch_parent``), where Linux does not end this process with it."""
     if watch is not None:
         _watch_parent(watch)
+    # The answers go through a copy of stdout; what prints there (numba's NUMBA_DEBUG_CACHE
+    # does) goes where stderr goes, not into an answer.
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     from torch_mydev import kernels
 
     kernels.load_numba_modules()
@@ -436,4 +440,4 @@ def _main(watch: int | None) -> None:
                 target = _resolve(module, qualname)
                 target.compile(args) if kind == "compile" else target(*args)
                 done.append(job)
-        _send(sys.stdout.buffer, done)
+        _send(answers, done)
