@@ -346,10 +346,7 @@ def _close_child(kill: bool = False) -> int:
 def _stop_child() -> None:
     """Exit does not wait for a compile: the child is ended (numba writes its cache files
     whole, by rename, so an ended child leaves no half-written entry)."""
-    with _lock:
-        child = _child
-    if child is not None and child.poll() is None:
-        child.kill()
+    _close_child(kill=True)
 
 
 def _after_fork_in_child() -> None:
