@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.testing._internal import common_utils
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
@@ -105,12 +106,29 @@ def xfail_reason(case: Case) -> str | None:
 
 def samples(case: Case) -> Iterator[SampleInput]:
     """The case's CPU samples, each as given and as `sample.noncontiguous()`."""
-    for i, sample in enumerate(case.op.sample_inputs("cpu", case.dtype)):
+    for i, sample in enumerate(_sample_inputs(case)):
         if case.samples is not None and i >= case.samples:
             return
         yield sample
         if not case.op.is_factory_function:
             yield sample.noncontiguous()
+
+
+def _sample_inputs(case: Case) -> Iterator[SampleInput]:
+    """`op.sample_inputs("cpu", dtype)` without its search for a unittest test function.
+
+    The iterator it returns (`TrackedInputIter`) looks for the `unittest.TestCase` method
+    that runs it with `inspect.stack()`, which reads the source of every frame: about 25 ms
+    a call here, a third of this file's time. Our tests are pytest functions, so the search
+    always finds nothing; it is skipped, and the samples (seeded from `SEED` when no test
+    function is found) are the same.
+    """
+    found = common_utils.extract_test_fn
+    common_utils.extract_test_fn = lambda: None
+    try:
+        return case.op.sample_inputs("cpu", case.dtype)
+    finally:
+        common_utils.extract_test_fn = found
 
 
 def _caller(op: OpInfo, undefined: bool) -> Callable[..., Any]:
