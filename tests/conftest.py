@@ -74,6 +74,12 @@ def no_mydev_leak(request):
     if call is not None and call.failed:
         return  # its traceback still holds the tensors; the failure is reported already
     if module.memory_allocated() > baseline:
-        gc.collect()  # only when needed (frozen objects are not walked: see above)
+        # Only when needed, the young generations first: what a test made and dropped in a
+        # cycle is nearly always there (107 of 109 times in a run of 1,766 tests). A full
+        # collection walks everything the suite has made since `gc.freeze` (numba's typing
+        # leaves a lot): 0.2 s a time here, a quarter of those tests' time.
+        gc.collect(1)
+    if module.memory_allocated() > baseline:
+        gc.collect()  # a cycle old enough to have reached the oldest generation
     # `<=`: garbage from before the test may be freed during it; a leak can only add.
     assert module.memory_allocated() <= baseline, "mydev memory leaked by this test"
