@@ -12,8 +12,10 @@ import re
 import shutil
 from pathlib import Path
 
+import numba
 from numba.core.caching import IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
+from numba.core.serialize import dumps
 
 import torch_mydev
 from tests.support.subprocess_run import run_python
@@ -85,13 +87,21 @@ x = torch.arange(-4.0, 4.0)
 y = x.to("mydev")
 for _ in range(3):  # the second native call of a layout makes the stub's C entry
     z = -y
+    h = y.half()
 assert torch.equal(z.cpu(), -x), z
+assert torch.equal(h.cpu(), x.half()), h
 """
 
 # unary_at (elementwise/_loops.py) is compiled with copy/_strided's _pointer inside it;
 # unary_replay (a C entry made by compiler.c_entry, in elementwise/_replay.py) with unary_at
-# inside it. numba names a cache file by its module's file name and the qualified name.
-_LOOPS = {"_loops.unary_at", "_replay.unary_entry.locals.unary_replay"}
+# inside it; cast_replay (copy/_replay.py) closes over the two loops it calls, which numba
+# alone keyed by a uuid new in every process. numba names a cache file by its module's
+# file name and the qualified name.
+_LOOPS = {
+    "_loops.unary_at",
+    "_replay.unary_entry.locals.unary_replay",
+    "_replay.cast_entry.locals.cast_replay",
+}
 _LOG = re.compile(r"^\[cache\] data (saved to|loaded from) '(.*)'$", re.MULTILINE)
 
 
@@ -109,6 +119,29 @@ def _run(package: Path, cache: Path) -> tuple[set[str], set[str]]:
     for verb, path in _LOG.findall(out.stdout):
         log[verb].add(Path(path).name.split("-")[0])  # "_loops.unary_at-67.py311.1.nbc"
     return log["saved to"], log["loaded from"]
+
+
+def test_a_closure_over_a_loop_is_keyed_by_the_loop_not_by_its_uuid():
+    """``closure_key`` names a dispatcher a C entry closes over by its code, the same for
+    two dispatchers of the same function (numba pickles each with its own uuid), and tells
+    apart two different loops."""
+
+    def entry(loop: Dispatcher):
+        def body(x):
+            return loop(x)
+
+        return body
+
+    def twice(x):
+        return 2 * x
+
+    first, second = numba.njit(twice), numba.njit(twice)
+    assert dumps(first) != dumps(second)  # numba's own key of the closure differs
+    assert dumps(_cache_key.closure_key(entry(first))) == dumps(
+        _cache_key.closure_key(entry(second))
+    )
+    other = numba.njit(lambda x: x + 1)
+    assert _cache_key.closure_key(entry(other)) != _cache_key.closure_key(entry(first))
 
 
 def test_an_edited_helper_recompiles_the_loops_that_inline_it(tmp_path):
