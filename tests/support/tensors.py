@@ -56,6 +56,21 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(_flat_bytes(a), _flat_bytes(b))
 
 
+def same_bits_but_nan_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``same_bits``, except that a NaN may have any sign and payload: NaN in the same places
+    (each part of a complex value on its own), every other element bit-exact. The contract
+    of docs/ops.md, where torch's own vectorised and scalar loops disagree on a NaN's bits."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    a, b = a.cpu().resolve_conj(), b.cpu().resolve_conj()
+    if a.is_complex():
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
+    if not a.is_floating_point():
+        return same_bits(a, b)
+    nan = a.isnan()
+    return torch.equal(nan, b.isnan()) and same_bits(a.masked_fill(nan, 0), b.masked_fill(nan, 0))
+
+
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.cpu().reshape(-1))
     return flat.view(torch.uint8)
