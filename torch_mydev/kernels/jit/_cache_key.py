@@ -19,7 +19,7 @@ Within a cache file numba finds an entry by its index key, which hashes the func
 bytecode and numba's pickle of its closure (``Cache._index_key``). A C entry made by a
 factory (``copy._replay.cast_entry``, ``parallel._entries.walk_entry`` ...) closes over the
 loops it calls, and numba pickles a dispatcher with a uuid new in every process: the key
-never matched, and each process compiled those entries again (0.5 to 1.3 s each). Here a
+never matched, and each process compiled those entries again (0.1 to 1.3 s each). Here a
 dispatcher in a closure is keyed by what it is (``closure_key``); the stamp covers its code.
 """
 
