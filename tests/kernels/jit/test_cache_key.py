@@ -143,6 +143,16 @@ def test_a_closure_over_a_loop_is_keyed_by_the_loop_not_by_its_uuid():
     other = numba.njit(lambda x: x + 1)
     assert _cache_key.closure_key(entry(other)) != _cache_key.closure_key(entry(first))
 
+    def recursive():  # a loop that closes over itself is named once, not forever
+        @numba.njit
+        def countdown(n):
+            return 0 if n <= 0 else countdown(n - 1)
+
+        return countdown
+
+    loop = recursive()
+    assert _cache_key.closure_key(entry(loop)) == _cache_key.closure_key(entry(recursive()))
+
 
 def test_an_edited_helper_recompiles_the_loops_that_inline_it(tmp_path):
     package, cache = tmp_path / "site", tmp_path / "cache"

@@ -79,19 +79,20 @@ def key_cache(function: Any) -> None:
             cache._index_key = functools.partial(_index_key, cache._py_func)
 
 
-def closure_key(function: Any) -> tuple:
+def closure_key(function: Any, _outer: tuple = ()) -> tuple:
     """The values ``function`` closes over, each dispatcher among them (at any depth of
     closures) replaced by its module, qualified name, bytecode and own closure: the same
-    in every process, where numba's pickle of a dispatcher is not."""
+    in every process, where numba's pickle of a dispatcher is not. A dispatcher met again
+    inside its own closure (a recursive loop) is named without its closure."""
     cells = function.__closure__ or ()
-    return tuple(_named(cell.cell_contents) for cell in cells)
+    return tuple(_named(cell.cell_contents, (*_outer, function)) for cell in cells)
 
 
-def _named(value: Any) -> Any:
+def _named(value: Any, outer: tuple) -> Any:
     if isinstance(value, Dispatcher):
         func = value.py_func
-        return ("dispatcher", func.__module__, func.__qualname__, func.__code__.co_code,
-                closure_key(func))  # fmt: skip
+        inner = () if func in outer else closure_key(func, outer)
+        return ("dispatcher", func.__module__, func.__qualname__, func.__code__.co_code, inner)
     return value
 
 
