@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch.testing._internal import common_utils
 from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo import core as opinfo_core
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
 from tests.ops.opinfo_tables import (
@@ -115,20 +116,24 @@ def samples(case: Case) -> Iterator[SampleInput]:
 
 
 def _sample_inputs(case: Case) -> Iterator[SampleInput]:
-    """`op.sample_inputs("cpu", dtype)` without its search for a unittest test function.
+    """`op.sample_inputs("cpu", dtype)` without its searches for a unittest test function.
 
-    The iterator it returns (`TrackedInputIter`) looks for the `unittest.TestCase` method
-    that runs it with `inspect.stack()`, which reads the source of every frame: about 25 ms
-    a call here, a third of this file's time. Our tests are pytest functions, so the search
-    always finds nothing; it is skipped, and the samples (seeded from `SEED` when no test
-    function is found) are the same.
+    `sample_inputs` looks for the `unittest.TestCase` method that runs it twice, by name in
+    both of torch's modules: for a sample's skips (`OpInfo._sample_callback_fn`) and for the
+    iterator it returns (`TrackedInputIter`). Each search walks `inspect.stack()`, which
+    reads the source of every frame: about 25 ms here, together a third of this file's
+    time. Our tests are pytest functions, so the search always finds nothing; it is skipped,
+    and the samples (seeded from `SEED` when no test function is found) are the same.
     """
-    found = common_utils.extract_test_fn
-    common_utils.extract_test_fn = lambda: None
+    modules = (common_utils, opinfo_core)
+    found = [module.extract_test_fn for module in modules]
+    for module in modules:
+        module.extract_test_fn = lambda: None
     try:
         return case.op.sample_inputs("cpu", case.dtype)
     finally:
-        common_utils.extract_test_fn = found
+        for module, function in zip(modules, found, strict=True):
+            module.extract_test_fn = function
 
 
 def _caller(op: OpInfo, undefined: bool) -> Callable[..., Any]:

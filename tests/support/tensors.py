@@ -68,7 +68,10 @@ def same_bits_but_nan_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if not a.is_floating_point():
         return same_bits(a, b)
     nan = a.isnan()
-    return torch.equal(nan, b.isnan()) and same_bits(a.masked_fill(nan, 0), b.masked_fill(nan, 0))
+    if not torch.equal(nan, b.isnan()):
+        return False
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return torch.equal(a.view(bits).masked_fill(nan, 0), b.view(bits).masked_fill(nan, 0))
 
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:

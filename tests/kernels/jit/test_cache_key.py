@@ -153,6 +153,27 @@ def test_a_closure_over_a_loop_is_keyed_by_the_loop_not_by_its_uuid():
     loop = recursive()
     assert _cache_key.closure_key(entry(loop)) == _cache_key.closure_key(entry(recursive()))
 
+    def made(step: int, **options):  # one qualified name, one bytecode: other constants
+        if step == 1:
+
+            @numba.njit(**options)
+            def shift(x):
+                return x + 1
+        else:
+
+            @numba.njit(**options)
+            def shift(x):
+                return x + 2
+
+        return shift
+
+    keys = {
+        _cache_key.closure_key(entry(made(1))),
+        _cache_key.closure_key(entry(made(2))),
+        _cache_key.closure_key(entry(made(1, fastmath=True))),
+    }
+    assert len(keys) == 3
+
 
 def test_an_edited_helper_recompiles_the_loops_that_inline_it(tmp_path):
     package, cache = tmp_path / "site", tmp_path / "cache"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import llvmlite
@@ -81,19 +82,49 @@ def key_cache(function: Any) -> None:
 
 def closure_key(function: Any, _outer: tuple = ()) -> tuple:
     """The values ``function`` closes over, each dispatcher among them (at any depth of
-    closures) replaced by its module, qualified name, bytecode and own closure: the same
-    in every process, where numba's pickle of a dispatcher is not. A dispatcher met again
-    inside its own closure (a recursive loop) is named without its closure."""
+    closures) replaced by what makes its machine code: module, qualified name, code (with
+    its constants, names and first line), defaults, numba options and locals, and its own
+    closure. The same in every process, where numba's pickle of a dispatcher is not; a
+    value this cannot name stably (an object's default ``repr``) only costs a cache miss.
+    A dispatcher met again inside its own closure (a recursive loop) is named without it."""
     cells = function.__closure__ or ()
     return tuple(_named(cell.cell_contents, (*_outer, function)) for cell in cells)
 
 
 def _named(value: Any, outer: tuple) -> Any:
-    if isinstance(value, Dispatcher):
-        func = value.py_func
-        inner = () if func in outer else closure_key(func, outer)
-        return ("dispatcher", func.__module__, func.__qualname__, func.__code__.co_code, inner)
-    return value
+    if not isinstance(value, Dispatcher):
+        return value
+    func = value.py_func
+    return (
+        "dispatcher",
+        func.__module__,
+        func.__qualname__,
+        _code_key(func.__code__),
+        _stable_repr((func.__defaults__, func.__kwdefaults__)),
+        _stable_repr(value.targetoptions),
+        _stable_repr(value.locals),
+        () if func in outer else closure_key(func, outer),
+    )
+
+
+def _code_key(code: CodeType) -> tuple:
+    """Bytecode, constants (nested functions' code in turn), names and first line."""
+    consts = tuple(_code_key(c) if isinstance(c, CodeType) else _stable_repr(c)
+                   for c in code.co_consts)  # fmt: skip
+    return (code.co_code, consts, code.co_names, code.co_firstlineno)
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` with dicts and sets in sorted order (a set's order follows string hashes,
+    which change from process to process)."""
+    if isinstance(value, dict):
+        items = sorted((_stable_repr(k), _stable_repr(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_stable_repr(v) for v in value)) + "}"
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__ + "(" + ", ".join(_stable_repr(v) for v in value) + ")"
+    return repr(value)
 
 
 def _index_key(py_func: Any, sig: Any, codegen: Any) -> tuple:
