@@ -57,5 +57,7 @@ FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # The integer dtypes the native kernels compute in (no bool).
 INTEGERS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+# The integer dtype of each element size: any dtype's bits as integers (`t.view(...)`).
+SAME_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 # A cheap spread for the parallel-loop tests: a float, a reduced float and an integer.
 FEW = (torch.float32, torch.float16, torch.int64)

@@ -9,7 +9,7 @@ import torch
 
 import torch_mydev
 from tests.layout.strategies import storage_elements
-from tests.support.dtypes import UNSIGNED
+from tests.support.dtypes import SAME_WIDTH, UNSIGNED
 
 
 def values(n: int, dtype: torch.dtype, seed: int, low: float = -100.0) -> torch.Tensor:
@@ -70,7 +70,7 @@ def same_bits_but_nan_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     nan = a.isnan()
     if not torch.equal(nan, b.isnan()):
         return False
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    bits = SAME_WIDTH[a.element_size()]
     return torch.equal(a.view(bits).masked_fill(nan, 0), b.view(bits).masked_fill(nan, 0))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.dtypes import SAME_WIDTH
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.float8 import DECODE
 
@@ -45,12 +46,9 @@ def _both_layouts(values: torch.Tensor, dst: torch.dtype, seed: int = 0) -> None
     run_case(values, Layout((n // 2,), (2,), 1), dst, Layout((n // 2,), (3,), 2), rng)
 
 
-_SAME_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
 def _select(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``values[mask]`` for any dtype (CPU cannot index float8 or complex32 directly)."""
-    bits = values.view(_SAME_WIDTH[values.element_size()])
+    bits = values.view(SAME_WIDTH[values.element_size()])
     return bits[mask].view(values.dtype)
 
 
