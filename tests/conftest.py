@@ -1,8 +1,11 @@
-"""Shared test settings: hypothesis profiles (ci default, deep for long runs) and a leak check."""
+"""Shared test settings: hypothesis profiles (ci default, deep for long runs), one inductor
+cache for the run, and a leak check."""
 
 import gc
 import os
+import shutil
 import sys
+import tempfile
 
 # The suite tests mydev's own loops: a call whose loop is not compiled yet compiles it in
 # the caller (kernels/jit/compiler.py). Set before torch's import loads the device; tests of the
@@ -12,6 +15,16 @@ os.environ.setdefault("TORCH_MYDEV_COMPILE", "sync")
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
+
+# One inductor cache for the whole run, new each run: every worker and subprocess inherits
+# it, so inductor's probes of the CPU's vector ISAs and its kernel builds (keyed by their
+# source) are made once a run, not once a process or a compile. No earlier run or user
+# cache can answer for this one; tests/compile/conftest.py turns off the caches that keep
+# whole graphs.
+_inductor_cache_made = None
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    _inductor_cache_made = tempfile.mkdtemp(prefix="mydev-tests-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _inductor_cache_made
 
 settings.register_profile(
     "ci",
@@ -42,6 +55,13 @@ def pytest_report_header(config):
         f"torch {torch.__version__}; mydev stub {stub.__name__} built against torch "
         f"{stub.TORCH_BUILD_VERSION}"
     )
+
+
+def pytest_unconfigure(config):
+    """The run's inductor cache goes with the process that made it (the xdist controller,
+    after its workers are done)."""
+    if _inductor_cache_made is not None:
+        shutil.rmtree(_inductor_cache_made, ignore_errors=True)
 
 
 def pytest_collection_finish(session):

@@ -1,5 +1,14 @@
-"""Compile tests: inductor's caches off (a cached graph would hide a registration failure),
-dynamo's state cleared after each test (its caches hold compiled graphs)."""
+"""Compile tests: the caches that keep whole graphs are off (a cached graph would hide a
+registration failure), dynamo's state is cleared after each test (its caches hold compiled
+graphs).
+
+Inductor's code cache stays on: it keys each build by its source and flags, so a build found
+there is the build this compile would make. The run has a cache of its own
+(tests/conftest.py). ``force_disable_caches`` gave every compile a new empty cache: each
+process's first compile built inductor's probes of the CPU's vector ISAs again (about 6 s of
+g++ here), and each compile of the CPU reference built the kernel the mydev compile had just
+built from the same source (0.7 to 1 s a test).
+"""
 
 import pytest
 
@@ -7,9 +16,14 @@ import pytest
 @pytest.fixture(autouse=True)
 def fresh_inductor():
     import torch._dynamo
-    import torch.compiler.config
+    import torch._functorch.config
+    import torch._inductor.config
 
     torch._dynamo.reset()
-    with torch.compiler.config.patch(force_disable_caches=True):
+    with (
+        torch._inductor.config.patch(fx_graph_cache=False, fx_graph_remote_cache=False),
+        torch._functorch.config.patch(enable_autograd_cache=False),
+        torch._dynamo.config.patch(automatic_dynamic_local_pgo=False),
+    ):
         yield
     torch._dynamo.reset()
