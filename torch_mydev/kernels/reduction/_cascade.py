@@ -115,11 +115,12 @@ def _vadd_impl(acc, k, inp, off, lanes, mode, fmt):
                 acc[0, k, lane] += load(inp, off + lane, fmt)
         elif mode == PAIR:
             for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
-                first = np.float32(0.0) + load(inp, off + 2 * lane, fmt)
-                acc[0, k, lane] += first + load(inp, off + 2 * lane + 1, fmt)
-        else:
+                first = np.float32(0.0) + half_to_float(inp[off + 2 * lane])
+                acc[0, k, lane] += first + half_to_float(inp[off + 2 * lane + 1])
+        else:  # HALVES: bfloat16 only
             for lane in range(lanes):
-                acc[0, k, lane] += load(inp, off + lane, fmt) + load(inp, off + lanes + lane, fmt)
+                low = bfloat16_to_float(inp[off + lane])
+                acc[0, k, lane] += low + bfloat16_to_float(inp[off + lanes + lane])
 
     return reduced
 
