@@ -304,6 +304,50 @@ def _add_run(acc, at, inp, start, count):
         acc[at + m] += inp[base + uint64(m)]
 
 
+def _flat_rows(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt):
+    """``loop2d``'s contiguous inner reduction whose vectors hold one element a lane
+    (float32, float64): each row by ``_short_row_sum`` or ``_plain_row_sum``. Chosen by the
+    lane type, so the float16/bfloat16 loop, which never takes this path, does not compile
+    it (about 2 s of its compile; issue 19)."""
+
+
+@overload(_flat_rows, inline="always")
+def _flat_rows_impl(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt):
+    def plain(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt):
+        flat = acc.reshape(acc.size)
+        for j in range(size1):
+            row = ibase + j * is1
+            if size0 < 64 * vec:  # fewer than 16 groups of 4 vectors: one cascade level
+                total = _short_row_sum(inp, row, size0, vec, zero)
+            else:
+                total = _plain_row_sum(inp, row, size0, vec, flat, zero)
+            add_store(out, obase + j * os1, total, fmt)
+
+    def never(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt):
+        pass  # float16/bfloat16 load in PAIR/HALVES mode: their loop leaves this out
+
+    return never if inp.dtype == types.uint16 else plain
+
+
+def _flat_columns(out, obase, os1, inp, ibase, is0, size0, lanes, acc, fmt):
+    """``loop2d``'s contiguous outer reduction of ``4 * lanes`` columns whose vectors hold
+    one element a lane (float32, float64), their lanes as one flat index."""
+
+
+@overload(_flat_columns, inline="always")
+def _flat_columns_impl(out, obase, os1, inp, ibase, is0, size0, lanes, acc, fmt):
+    def plain(out, obase, os1, inp, ibase, is0, size0, lanes, acc, fmt):
+        flat = acc.reshape(acc.size)
+        _flat_multi_row_sum(inp, ibase, is0, size0, 4 * lanes, flat)
+        for m in range(4 * lanes):
+            add_store(out, obase + m * os1, flat[m], fmt)
+
+    def never(out, obase, os1, inp, ibase, is0, size0, lanes, acc, fmt):
+        pass  # as in _flat_rows
+
+    return never if inp.dtype == types.uint16 else plain
+
+
 # Inlined into cascade_at, one library less to link and optimise (its compile, issue 19); the
 # stores into the carray cascade_at makes are checked by tests/ops/reduction's bit-exact tests
 # (numba 0.68 once lost such a store when inlined: reduction._loops._store).
@@ -324,14 +368,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
                 )
         return
     if is0 == 1 and size0 >= vec and mode == PLAIN and lanes == vec:
-        flat = acc.reshape(acc.size)
-        for j in range(size1):  # contiguous inner reduction, one element a lane
-            row = ibase + j * is1
-            if size0 < 64 * vec:  # fewer than 16 groups of 4 vectors: one cascade level
-                add_store(out, obase + j * os1, _short_row_sum(inp, row, size0, vec, zero), fmt)
-            else:
-                add_store(out, obase + j * os1, _plain_row_sum(inp, row, size0, vec, flat, zero),
-                          fmt)  # fmt: skip
+        _flat_rows(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt)
     elif is0 == 1 and size0 >= vec:  # contiguous inner reduction
         vec_size = size0 // vec
         for j in range(size1):
@@ -347,10 +384,9 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, fmt, vec, l
         j = 0
         while j + 4 * lanes <= size1:
             if mode == PLAIN:  # float32/float64: the four columns' lanes as one flat index
-                flat = acc.reshape(acc.size)
-                _flat_multi_row_sum(inp, ibase + j, is0, size0, 4 * lanes, flat)
-                for m in range(4 * lanes):
-                    add_store(out, obase + (j + m) * os1, flat[m], fmt)
+                _flat_columns(
+                    out, obase + j * os1, os1, inp, ibase + j, is0, size0, lanes, acc, fmt
+                )
             else:
                 sums = multi_row_sum(inp, ibase + j, is0, lanes, size0, 4, lanes, PLAIN, fmt, acc)
                 for k in range(4):
