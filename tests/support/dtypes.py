@@ -52,8 +52,10 @@ MOVE_ONLY_DTYPES = (
 # Every dtype this torch defines (quantized and bits types included), in a stable order.
 EVERY_DTYPE = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 
-# The floating dtypes the native kernels compute in, reduced precision first.
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# The reduced-precision floats (uint16 lanes in the kernels), and every floating dtype the
+# native kernels compute in, reduced precision first.
+REDUCED = (torch.float16, torch.bfloat16)
+FLOATS = (*REDUCED, torch.float32, torch.float64)
 # The integer dtypes the native kernels compute in (no bool).
 INTEGERS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)

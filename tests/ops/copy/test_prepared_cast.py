@@ -15,7 +15,7 @@ import threading
 import pytest
 import torch
 
-from tests.support.dtypes import COPY_DTYPES
+from tests.support.dtypes import COPY_DTYPES, FLOATS
 from tests.support.tensors import same_bits, values
 from torch_mydev import _C
 from torch_mydev.kernels.copy.prepared_cast import SERIAL_CAST_MAX, PreparedCast
@@ -26,8 +26,6 @@ from torch_mydev.ops.copy import conversions
 from torch_mydev.ops.copy.aten import copy_entry
 
 UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
-REDUCED = (torch.float16, torch.bfloat16)
-FLOATS = (*REDUCED, torch.float32, torch.float64)
 # Float values whose casts between float types are defined (C++ leaves a float out of an
 # integer's range undefined, and CPU's loops disagree there: ``values`` stays in range).
 SPECIALS = (math.nan, math.inf, -math.inf, -0.0, 1e-40, 65520.0, 3.4e38, 1e300, 1 / 3)

@@ -19,11 +19,10 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import dense_strides, storage_elements, views
-from tests.support.dtypes import DEVICE_DTYPES, INTEGERS
+from tests.support.dtypes import DEVICE_DTYPES, INTEGERS, REDUCED
 from tests.support.raises import run_like_cpu
 from tests.support.tensors import same_bits
 
-REDUCED = (torch.float16, torch.bfloat16)
 COMPLEX = (torch.complex64, torch.complex128)
 ARITHMETIC = ("add", "sub", "mul", "div", "div_trunc", "div_floor", "floor_divide")
 ROUNDING_DIVISIONS = ("div_trunc", "div_floor", "floor_divide")

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import torch_mydev
 from tests.layout.strategies import views
-from tests.support.dtypes import DEVICE_DTYPES, FLOATS
+from tests.support.dtypes import DEVICE_DTYPES, FLOATS, REDUCED
 from tests.support.profile import deep
 from tests.support.raises import outcome
 from tests.support.subprocess_run import run_python
@@ -189,22 +189,18 @@ def test_large_within_bound(shape, dims, dtype) -> None:
 ROW_LENGTHS = (1, 7, 8, 9, 31, 32, 33, 255, 256, 257, 511, 512, 513, 1000, 4096, 4099, 8200)
 
 
-# float16 and bfloat16 take the cascade's two-element loads (``PAIR``, ``HALVES``) instead.
-CASCADE_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
 def _spread(shape: tuple[int, ...], dtype: torch.dtype, g: torch.Generator) -> torch.Tensor:
     """Values over many magnitudes. float16/bfloat16 ones are scaled by powers of two 2**-12
     to 2**12 in float32, so that their float32 sums round (float16's 11 bits and bfloat16's 8
     summed in float32's 24 are otherwise exact, whatever the order of the additions)."""
-    if dtype in (torch.float16, torch.bfloat16):
+    if dtype in REDUCED:
         x = torch.randn(shape, generator=g)
         return (x * torch.randint(-12, 13, shape, generator=g).exp2()).to(dtype)
     x = torch.randn(shape, generator=g, dtype=dtype)
     return x * torch.rand(shape, generator=g, dtype=dtype).pow(8) * 1e4
 
 
-@pytest.mark.parametrize("dtype", CASCADE_DTYPES)
+@pytest.mark.parametrize("dtype", FLOATS)  # float16/bfloat16: PAIR and HALVES loads
 def test_contiguous_rows_bit_exact(dtype) -> None:
     """Sums and means of contiguous rows (the flat-lane path of the cascade replica; the
     vector loads of float16/bfloat16) equal CPU's bits at every row length around the
@@ -228,7 +224,7 @@ def test_contiguous_rows_bit_exact(dtype) -> None:
 COLUMN_LENGTHS = (1, 7, 15, 16, 17, 255, 256, 257, 1000, 4099)
 
 
-@pytest.mark.parametrize("dtype", CASCADE_DTYPES)
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_contiguous_columns_bit_exact(dtype) -> None:
     """Sums and means down contiguous columns (``sum(0)`` of a row-major matrix: the
     replica's outer reduction) equal CPU's bits around the level boundaries, on one thread
