@@ -10,6 +10,7 @@ else
 VENV := .venv-$(TORCH)
 endif
 PY := $(VENV)/bin/python
+TOOLS := $(VENV)/.stamp-tools
 DEPS := $(VENV)/.stamp-deps
 BUILT := $(VENV)/.stamp-built
 # Never let pip build isolation or an unpinned requirement pull another torch.
@@ -20,35 +21,49 @@ BUILT := $(VENV)/.stamp-built
 PIP := $(PY) -m pip install --disable-pip-version-check --no-compile -q
 COMPILE := $(PY) -m compileall -q -j 0
 SITE_PACKAGES = $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+# What the stub's build imports and runs besides torch (setup.py, BuildExtension's ninja).
+BUILD_TOOLS := numpy setuptools wheel ninja
 
 .PHONY: demo test lint bench build clean
+# The set-up runs its own jobs side by side ($(BUILT)); `make -j` would install twice at once.
+.NOTPARALLEL:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Another torch: that exact release first, then the other requirements with torch held to
-# it by a constraint, so pip can never replace it.
-$(DEPS): requirements.txt | $(PY)
+# The torch to build against (this exact release) and the build's tools come first, so the
+# stub can build while pip installs the rest. What they installed is then a constraint on
+# the rest: pip can never replace a package under the stub's running build (nor torch).
+$(TOOLS): requirements.txt | $(PY)
+	$(PIP) torch==$(TORCH) $(BUILD_TOOLS)
+	$(PY) -m pip freeze --exclude-editable > $(VENV)/tools-constraint.txt
+	touch $@
+
+# Another torch: the other requirements without requirements.txt's torch line.
+$(DEPS): requirements.txt $(TOOLS)
 ifeq ($(VENV),.venv)
-	$(PIP) -r requirements.txt
+	$(PIP) -c $(VENV)/tools-constraint.txt -r requirements.txt
 else
-	$(PIP) torch==$(TORCH)
-	echo torch==$(TORCH) > $(VENV)/torch-constraint.txt
 	grep -v '^torch==' requirements.txt > $(VENV)/requirements-without-torch.txt
-	$(PIP) -c $(VENV)/torch-constraint.txt -r $(VENV)/requirements-without-torch.txt
+	$(PIP) -c $(VENV)/tools-constraint.txt -r $(VENV)/requirements-without-torch.txt
 endif
 	touch $@
 
 # The stub is named for the torch it is built against (torch_mydev/_C_torch2_13_0*.so), so
 # each venv's build sits beside the others' in the one source tree.
-# The bytecode is compiled while the stub builds (on one core): 38 s one after the other,
-# 24 s together. As pip's own compile, a module written for another Python (torch's
-# testing/_internal/py312_intrinsics.py) is skipped: its failure does not stop the set-up.
-# Test folders and transformers' model zoo are left out: nothing imports most of them, and
-# the suite writes the bytecode of what it does import.
-$(BUILT): $(DEPS) setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h csrc_stub/*/*.cpp csrc_stub/*/*.h)
-	{ $(COMPILE) -x '/tests?/|/transformers/models/' $(SITE_PACKAGES) > /dev/null || true; } & \
-	$(PIP) --no-build-isolation --no-deps -e .; status=$$?; wait; exit $$status
+# Its build (one core, about 37 s, the set-up's longest job) runs beside the rest of the
+# requirements (about 16 s, mostly one core) and then the bytecode's compile, at the lowest
+# priority so that it takes only the core the stub leaves (at equal priority compileall's
+# two processes took a third of the stub's). The two pips write disjoint packages: the stub's
+# installs torch_mydev alone (--no-deps), after its compile. As pip's own compile, a module
+# written for another Python (torch's testing/_internal/py312_intrinsics.py) is skipped: its
+# failure does not stop the set-up. Test folders and transformers' model zoo are left out:
+# nothing imports most of them, and the suite writes the bytecode of what it does import.
+$(BUILT): $(TOOLS) requirements.txt setup.py $(wildcard csrc_stub/*.cpp csrc_stub/*.h csrc_stub/*/*.cpp csrc_stub/*/*.h)
+	$(PIP) --no-build-isolation --no-deps -e . & stub=$$!; \
+	$(MAKE) --no-print-directory $(DEPS) \
+		&& { nice -n 19 $(COMPILE) -x '/tests?/|/transformers/models/' $(SITE_PACKAGES) > /dev/null || true; }; \
+	rest=$$?; wait $$stub && exit $$rest
 	touch $@
 
 build: $(BUILT)
