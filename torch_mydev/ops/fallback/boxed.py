@@ -384,16 +384,16 @@ def _overload(name: str) -> torch._ops.OpOverload:
     return getattr(getattr(torch.ops.aten, packet), overload or "default")
 
 
-def _structured(packet_name: str) -> bool:
+def _structured(packet_name: str, cpu: frozenset[str], explicit: frozenset[str]) -> bool:
     """Whether ``packet_name`` is the functional or in-place variant of a structured op.
 
     Its packet (``sin``) or, for ``sin_``, the base op's has an ``out=`` overload with a CPU
     kernel and no CompositeExplicitAutograd one: the structured kernel. The generated
     CompositeExplicitAutogradNonFunctional kernel of such an op allocates the output on
     mydev and calls that ``out`` overload, which reaches the fallback and runs CPU's kernel
-    over it: zero copies, nothing to register.
+    over it: zero copies, nothing to register. ``cpu`` and ``explicit`` are
+    ``fs.kernels_for("CPU")`` and ``fs.kernels_for("CompositeExplicitAutograd")``.
     """
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
     name = packet_name.removeprefix("aten::").partition(".")[0]
     for base in {name, name.rstrip("_")}:
         packet = getattr(torch.ops.aten, base, None)
@@ -405,8 +405,8 @@ def _structured(packet_name: str) -> bool:
             if (
                 qualified
                 and any(a.is_out for a in schema.arguments)
-                and has(qualified, "CPU")
-                and not has(qualified, "CompositeExplicitAutograd")
+                and qualified in cpu
+                and qualified not in explicit
             ):
                 return True
     return False
@@ -426,16 +426,17 @@ def cpu_kernel_ops() -> list[torch._ops.OpOverload]:
     structured ops left out (``_structured``): ``pixel_shuffle``, ``pixel_unshuffle``);
     each is registered to run its CPU kernel through the fallback.
     """
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    cpu, explicit = fs.kernels_for("CPU"), fs.kernels_for("CompositeExplicitAutograd")
+    mydev = fs.kernels_for("PrivateUse1")
+    non_functional = fs.kernels_for("CompositeExplicitAutogradNonFunctional")
     found = []
     for packet_name in torch._C._dispatch_get_all_op_names():
         if not packet_name.startswith("aten::"):
             continue
-        if not has(packet_name, "CPU") or has(packet_name, "PrivateUse1"):
+        if packet_name not in cpu or packet_name in mydev:
             continue
-        if not has(packet_name, "CompositeExplicitAutograd") and not (
-            has(packet_name, "CompositeExplicitAutogradNonFunctional")
-            and not _structured(packet_name)
+        if packet_name not in explicit and not (
+            packet_name in non_functional and not _structured(packet_name, cpu, explicit)
         ):
             continue
         name, _, overload = packet_name.removeprefix("aten::").partition(".")
@@ -502,8 +503,9 @@ def register() -> None:
         explicit.impl(name, fs.op_kernel(op, run_on_cpu, "cpu_kernel"), PYTHON_KEY)
         _C._fallback_kernel(name)
     # structured functional ops: CPU's functional kernel (fallback.structured)
+    cpu, composite = fs.kernels_for("CPU"), fs.kernels_for("CompositeExplicitAutograd")
     STRUCTURED_OPS[:] = fst.structured_functional_ops(
-        _structured, {op_name(op) for op in CPU_KERNEL_OPS}
+        lambda name: _structured(name, cpu, composite), {op_name(op) for op in CPU_KERNEL_OPS}
     )
     _STRUCTURED.update(STRUCTURED_OPS)
     for op in STRUCTURED_OPS:

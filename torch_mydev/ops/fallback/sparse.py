@@ -227,17 +227,14 @@ def composite_ops() -> list[str]:
     (torch 2.13: 82, ``add.Tensor``, ``mul.Tensor``, ``sum``, ``addmm``, ``mm``, the
     unary ops on values ...); each is registered to run CPU's kernel (``run_sparse``).
     """
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
     metadata = {f"aten::{name}" for name in METADATA}
-    found = []
-    for name in torch._C._dispatch_get_all_op_names():
-        if not name.startswith("aten::") or name in metadata or not has(name, "SparseCPU"):
-            continue
-        if has(name, "CompositeExplicitAutograd") or has(
-            name, "CompositeExplicitAutogradNonFunctional"
-        ):
-            found.append(name.removeprefix("aten::"))
-    return sorted(found)
+    composite = fs.kernels_for("CompositeExplicitAutograd") | fs.kernels_for(
+        "CompositeExplicitAutogradNonFunctional"
+    )
+    sparse = fs.kernels_for("SparseCPU") - metadata
+    return sorted(
+        name.removeprefix("aten::") for name in sparse & composite if name.startswith("aten::")
+    )
 
 
 _libraries: list[torch.library.Library] = []

@@ -91,17 +91,17 @@ def structured_functional_ops(
     PrivateUse1 kernel, no trailing ``_`` (in-place ops write ``self``'s own layout), and
     ``is_structured`` (``boxed._structured``); ``skip`` holds qualified names
     (``"aten::sqrt"``) registered otherwise."""
+    mydev, cpu = fs.kernels_for("PrivateUse1"), fs.kernels_for("CPU")
+    non_functional = fs.kernels_for("CompositeExplicitAutogradNonFunctional")
     found = []
     for packet_name in torch._C._dispatch_get_all_op_names():
         if not packet_name.startswith("aten::") or packet_name in skip:
             continue
         name, _, overload = packet_name.removeprefix("aten::").partition(".")
-        if name.endswith("_") or _has_kernel(packet_name, "PrivateUse1"):
+        if name.endswith("_") or packet_name in mydev:
             continue
         if not (
-            _has_kernel(packet_name, "CompositeExplicitAutogradNonFunctional")
-            and _has_kernel(packet_name, "CPU")
-            and is_structured(packet_name)
+            packet_name in non_functional and packet_name in cpu and is_structured(packet_name)
         ):
             continue
         found.append(getattr(getattr(torch.ops.aten, name), overload or "default"))
