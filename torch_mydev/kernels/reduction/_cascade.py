@@ -8,11 +8,12 @@ in``), ``vectorized_inner_sum``, ``vectorized_outer_sum``, ``scalar_inner_sum`` 
 ``scalar_outer_sum``. The sums are ``row_sum`` / ``multi_row_sum``: four interleaved
 accumulators (``ilp_factor``) and four cascade levels whose size grows with the row
 (``level_power``). A ``Vectorized`` value is ``lanes`` independent accumulators; how a vector
-load fills its lanes is ``mode``: ``PLAIN`` (one element a lane), ``PAIR`` (float16: two
-neighbours added in float, ``load_reduce_vec``), ``HALVES`` (bfloat16: element ``l`` plus
-element ``l + lanes``, ``load_fp32_from_bf16``). Accumulators are ``acc_type<T, true>``:
-float32 for float32/float16/bfloat16, float64 for float64; stores are ``*out += acc`` in the
-result's dtype.
+load fills its lanes is ``mode``: ``PLAIN`` (one element a lane), ``HALVES`` (float16 and
+bfloat16: element ``l`` plus element ``l + lanes``, ``load_fp32_from_fp16`` /
+``load_fp32_from_bf16``; torch 2.13 no longer adds neighbours for float16 as
+``load_reduce_vec`` did, measured on rows whose sum cancels). Accumulators are
+``acc_type<T, true>``: float32 for float32/float16/bfloat16, float64 for float64; stores are
+``*out += acc`` in the result's dtype.
 
 Values equal CPU's bit for bit when ``vec`` / ``lanes`` are the ``Vectorized<T>::size()`` of
 the kernel torch runs (32-byte vectors on x86, AVX512 machines included: ``kernels.reduction``).
@@ -46,8 +47,7 @@ from torch_mydev.kernels.reduction._walks import (
 
 SCALAR = 0
 PLAIN = 1
-PAIR = 2
-HALVES = 3
+HALVES = 2
 
 
 def load(arr, i, fmt):
@@ -95,8 +95,8 @@ def _vadd(acc, k, inp, off, lanes, mode, fmt):
 
 @overload(_vadd, inline="always")
 def _vadd_impl(acc, k, inp, off, lanes, mode, fmt):
-    # PAIR and HALVES load float16/bfloat16 (uint16 lanes) only: other dtypes' loops leave
-    # those branches out rather than compile them (issue 19's first-use cost).
+    # HALVES loads float16/bfloat16 (uint16 lanes) only: other dtypes' loops leave that
+    # branch out rather than compile it (issue 19's first-use cost).
     def plain(acc, k, inp, off, lanes, mode, fmt):
         if mode == SCALAR:
             acc[0, k, 0] += load(inp, off, fmt)
@@ -113,11 +113,11 @@ def _vadd_impl(acc, k, inp, off, lanes, mode, fmt):
         elif mode == PLAIN:
             for lane in range(lanes):
                 acc[0, k, lane] += load(inp, off + lane, fmt)
-        elif mode == PAIR:
-            for lane in range(lanes):  # float16 only: float32 accumulators, ident 0
-                first = np.float32(0.0) + half_to_float(inp[off + 2 * lane])
-                acc[0, k, lane] += first + half_to_float(inp[off + 2 * lane + 1])
-        else:  # HALVES: bfloat16 only
+        elif fmt == HALF:  # HALVES of float16
+            for lane in range(lanes):
+                low = half_to_float(inp[off + lane])
+                acc[0, k, lane] += low + half_to_float(inp[off + lanes + lane])
+        else:  # HALVES of bfloat16
             for lane in range(lanes):
                 low = bfloat16_to_float(inp[off + lane])
                 acc[0, k, lane] += low + bfloat16_to_float(inp[off + lanes + lane])
@@ -324,7 +324,7 @@ def _flat_rows_impl(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, ze
             add_store(out, obase + j * os1, total, fmt)
 
     def never(out, obase, os1, inp, ibase, is1, size0, size1, vec, acc, zero, fmt):
-        pass  # float16/bfloat16 load in PAIR/HALVES mode: their loop leaves this out
+        pass  # float16/bfloat16 load in HALVES mode: their loop leaves this out
 
     return never if inp.dtype == types.uint16 else plain
 

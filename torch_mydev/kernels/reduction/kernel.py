@@ -327,7 +327,7 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
 GRAIN_SIZE = 32768
 # ``Vectorized<T>`` bytes of the kernel torch CPU runs for ``sum`` on x86 (AVX2 or default).
 VECTOR_BYTES = 32
-_CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 3}  # PAIR, HALVES; else PLAIN
+_CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 2}  # HALVES; else PLAIN
 
 
 class PreparedCascade(NamedTuple):
