@@ -2,7 +2,8 @@
 ``_C._replay_copy`` and its ``clone``/``_to_copy`` replay.
 
 The bodies unpack a parameter block and call ``move_bytes_at`` or the DimCounter, tiled or
-planes loop, the compiled loops the Python path calls. Block, in ``int64`` words: a
+planes loop, the compiled loops the Python path calls (the strided ones by symbol,
+``jit._native``). Block, in ``int64`` words: a
 contiguous copy's byte count; else ``ndim``, ``dst_units``, ``src_units``, ``width``, the
 loop's three tail words, then ``shape``, ``dst_strides`` and ``src_strides`` (``ndim`` words
 each). A cast's block is its element count (``cast_entry``).
@@ -23,6 +24,7 @@ from torch_mydev.kernels.copy._convert import (
 )
 from torch_mydev.kernels.copy._planes import copy_planes_at
 from torch_mydev.kernels.copy._strided import copy_range_at, copy_tiles_at, move_bytes_at
+from torch_mydev.kernels.jit._native import WORD, WORDS, call_native, lanes, native
 from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
 from torch_mydev.kernels.jit._seal import seal
@@ -68,22 +70,24 @@ def strided_entry(loop: str, unit_t: type) -> int:
     """The address of the C entry of a strided copy loop (``"range"``, ``"tiles"`` or
     ``"planes"``) over units of ``unit_t``."""
 
+    head = (*[WORD] * 4, *[WORDS] * 3, WORD, lanes(unit_t), WORD, WORD)
     if loop == "range":
+        walk = native(copy_range_at, head)
 
         def range_replay(dst, src, unused, params):
             h, shape, ds, ss = _copy_words(params)
             lane = numba.carray(_pointer_of(dst, unit_t), 0)
-            copy_range_at(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5])
+            call_native(walk, dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5])
             return 0
 
         body = range_replay
     else:
-        walk = copy_tiles_at if loop == "tiles" else copy_planes_at
+        walk = native(copy_tiles_at if loop == "tiles" else copy_planes_at, (*head, WORD))
 
         def blocks_replay(dst, src, unused, params):
             h, shape, ds, ss = _copy_words(params)
             lane = numba.carray(_pointer_of(dst, unit_t), 0)
-            walk(dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
+            call_native(walk, dst, src, h[1], h[2], ds, ss, shape, h[3], lane, h[4], h[5], h[6])
             return 0
 
         body = blocks_replay

@@ -1,7 +1,8 @@
 """C entry points of the elementwise loops, for the stub's ``_C._replay``.
 
 The bodies only unpack a parameter block and call ``binary_at`` / ``compare_at`` /
-``unary_at``, the compiled loops the Python path calls, so the bytes written are the same.
+``unary_at``, the machine code the Python path calls (by symbol, ``jit._native``), so the
+bytes written are the same.
 Block, in ``int64`` words: ``ndim``, the loop's 8-word ``meta`` (unused words 0),
 ``shape[ndim]``, ``strides[rows, ndim]`` (rows: 3 for binary/compare, 2 for unary), then the
 compute value's bytes (binary only).
@@ -15,6 +16,7 @@ import numba
 import numpy as np
 
 from torch_mydev.kernels.elementwise._loops import binary_at, compare_at, unary_at
+from torch_mydev.kernels.jit._native import WORD, WORD_ROWS, WORDS, call_native, lanes, native
 from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
 from torch_mydev.kernels.jit._seal import seal
@@ -84,6 +86,9 @@ def entry(kind: str, args: tuple) -> int:
 @functools.cache
 def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
     """The address of ``binary_at``'s C entry for these lane types and compute value type."""
+    value = numba.typeof(value_t(0))
+    loop = native(binary_at, (*[WORD] * 3, lanes(out_t), lanes(a_t), lanes(b_t), WORDS,
+                              WORD_ROWS, WORDS, value))  # fmt: skip
 
     def binary_replay(out, a, b, params):
         ndim, meta, shape, strides = _words(params, 3)
@@ -91,7 +96,7 @@ def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
         out_lane = numba.carray(_pointer_of(out, out_t), 0)
         a_lane = numba.carray(_pointer_of(a, a_t), 0)
         b_lane = numba.carray(_pointer_of(b, b_t), 0)
-        return binary_at(out, a, b, out_lane, a_lane, b_lane, meta, strides, shape, value)
+        return call_native(loop, out, a, b, out_lane, a_lane, b_lane, meta, strides, shape, value)
 
     return c_entry(binary_replay, binary_entry, (out_t, a_t, b_t, value_t))
 
@@ -99,12 +104,13 @@ def binary_entry(out_t: type, a_t: type, b_t: type, value_t: type) -> int:
 @functools.cache
 def compare_entry(out_t: type, a_t: type) -> int:
     """The address of ``compare_at``'s C entry for these lane types."""
+    loop = native(compare_at, (*[WORD] * 3, lanes(out_t), lanes(a_t), WORDS, WORD_ROWS, WORDS))
 
     def compare_replay(out, a, b, params):
         _, meta, shape, strides = _words(params, 3)
         out_lane = numba.carray(_pointer_of(out, out_t), 0)
         a_lane = numba.carray(_pointer_of(a, a_t), 0)
-        return compare_at(out, a, b, out_lane, a_lane, meta, strides, shape)
+        return call_native(loop, out, a, b, out_lane, a_lane, meta, strides, shape)
 
     return c_entry(compare_replay, compare_entry, (out_t, a_t))
 
@@ -112,11 +118,12 @@ def compare_entry(out_t: type, a_t: type) -> int:
 @functools.cache
 def unary_entry(lane_t: type) -> int:
     """The address of ``unary_at``'s C entry for this lane type (``b`` is ignored)."""
+    loop = native(unary_at, (WORD, WORD, lanes(lane_t), WORDS, WORD_ROWS, WORDS))
 
     def unary_replay(out, a, b, params):
         _, meta, shape, strides = _words(params, 2)
         lane = numba.carray(_pointer_of(out, lane_t), 0)
-        return unary_at(out, a, lane, meta, strides, shape)
+        return call_native(loop, out, a, lane, meta, strides, shape)
 
     return c_entry(unary_replay, unary_entry, (lane_t,))
 

@@ -162,13 +162,24 @@ def c_entry(body: Callable, signature: Any, options: dict, maker: Callable, args
 
     ``maker(*args)`` is the function that calls this one (a factory of C entries). In
     background mode an entry in neither memory nor numba's cache is queued for the child,
-    which calls ``maker(*args)``, and this raises ``NotCompiled``.
+    which calls ``maker(*args)``, and this raises ``NotCompiled``. Every loop symbol
+    ``body`` closes over (``_native.native``) must be registered in this process first:
+    LLVM would abort the process on loading an entry whose symbol does not resolve.
     """
     from numba.core import sigutils
     from numba.core.ccallback import CFunc
 
+    from torch_mydev.kernels.jit import _native
     from torch_mydev.kernels.jit._cache_key import key_cache
 
+    for cell in body.__closure__ or ():
+        value = cell.cell_contents
+        if (
+            isinstance(value, str)
+            and value.startswith(_native.PREFIX)
+            and not _native.registered(value)
+        ):
+            raise RuntimeError(f"{body.__qualname__} calls {value}, not registered here")
     job = ("call", maker.__module__, maker.__qualname__, args)
     depth = getattr(_local, "depth", 0)
     waits = mode == "background" and depth == 0 and job not in _failed and job not in _done

@@ -1,7 +1,7 @@
 """C entry points of the reduction walks, ``where`` and ``fill``, for ``threads.parallel_calls``.
 
-The bodies unpack a parameter block and call the serial loops the Python path calls
-(``reduction._loops.inner_at`` / ``outer_at`` / ``split_part_at``,
+The bodies unpack a parameter block and call the serial loops the Python path calls, by
+symbol (``jit._native``): (``reduction._loops.inner_at`` / ``outer_at`` / ``split_part_at``,
 ``elementwise._loops.where_kernel`` / ``fill_kernel``) on the part of their range the block
 names, so the bytes written are the same. The blocks' layouts are defined once, by
 ``pack_walk`` and ``pack_move`` here.
@@ -13,8 +13,10 @@ import functools
 
 import numba
 import numpy as np
+from numba import types
 
 from torch_mydev.kernels.elementwise._loops import fill_kernel, where_kernel
+from torch_mydev.kernels.jit._native import WORD, WORD_ROWS, WORDS, call_native, lanes, native
 from torch_mydev.kernels.jit._replay_abi import c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
 from torch_mydev.kernels.jit._seal import seal
@@ -69,27 +71,30 @@ def walk_entry(walk: str, out_t: type, in_t: type, acc_t: type) -> int:
     """The address of the C entry of ``<walk>_at`` (``inner``, ``outer``, ``split_part``)
     for these lane types (``acc_t``: a split's partial results)."""
 
+    head = (*[WORD] * 4, lanes(out_t), lanes(in_t), WORD, WORD, *[WORDS] * 5, *[WORD] * 3,
+            types.float64)  # fmt: skip
     if walk == "split_part":
+        loop = native(split_part_at, (*head, lanes(acc_t), WORD, WORD))
 
         def split_replay(out, inp, unused, params):
             h, kshape, kout, kin, rshape, rin, div = _walk_words(params)
             out_lane = numba.carray(_pointer_of(out, out_t), 0)
             in_lane = numba.carray(_pointer_of(inp, in_t), 0)
             partial = numba.carray(_pointer_of(h[12], acc_t), h[13])
-            split_part_at(out, inp, h[10], h[11], out_lane, in_lane, h[2], h[3], kshape, kout,
-                          kin, rshape, rin, h[4], h[5], h[6], div, partial, h[8], h[9])  # fmt: skip
+            call_native(loop, out, inp, h[10], h[11], out_lane, in_lane, h[2], h[3], kshape, kout,
+                        kin, rshape, rin, h[4], h[5], h[6], div, partial, h[8], h[9])  # fmt: skip
             return 0
 
         body = split_replay
     else:
-        loop = inner_at if walk == "inner" else outer_at
+        loop = native(inner_at if walk == "inner" else outer_at, (*head, WORD, WORD))
 
         def walk_replay(out, inp, unused, params):
             h, kshape, kout, kin, rshape, rin, div = _walk_words(params)
             out_lane = numba.carray(_pointer_of(out, out_t), 0)
             in_lane = numba.carray(_pointer_of(inp, in_t), 0)
-            loop(out, inp, h[10], h[11], out_lane, in_lane, h[2], h[3], kshape, kout, kin,
-                 rshape, rin, h[4], h[5], h[6], div, h[8], h[9])  # fmt: skip
+            call_native(loop, out, inp, h[10], h[11], out_lane, in_lane, h[2], h[3], kshape,
+                        kout, kin, rshape, rin, h[4], h[5], h[6], div, h[8], h[9])  # fmt: skip
             return 0
 
         body = walk_replay
@@ -116,7 +121,9 @@ def move_entry(kind: str, lane_t: type) -> int:
     """The address of the C entry of ``where_kernel`` or ``fill_kernel`` for lanes of
     ``lane_t`` (the condition is bytes); the block holds every operand (``pack_move``)."""
 
+    lane = lanes(lane_t)
     if kind == "where":
+        loop = native(where_kernel, (lane, lanes(np.uint8), lane, lane, WORDS, WORD_ROWS, WORDS))
 
         def where_replay(unused_a, unused_b, unused_c, params):
             w = numba.carray(_pointer_of(params, np.int64), 13)
@@ -128,10 +135,11 @@ def move_entry(kind: str, lane_t: type) -> int:
             base = np.array([w[3], w[6], w[9], w[12]], dtype=np.int64)
             shape = numba.carray(_pointer_of(params + 104, np.int64), ndim)
             strides = numba.carray(_pointer_of(params + 104 + 8 * ndim, np.int64), (4, ndim))
-            return where_kernel(out, cond, a, b, base, strides, shape)
+            return call_native(loop, out, cond, a, b, base, strides, shape)
 
         body = where_replay
     else:
+        loop = native(fill_kernel, (lane, lane, WORDS, WORD_ROWS, WORDS))
 
         def fill_replay(unused_a, unused_b, unused_c, params):
             w = numba.carray(_pointer_of(params, np.int64), 4)
@@ -141,7 +149,7 @@ def move_entry(kind: str, lane_t: type) -> int:
             shape = numba.carray(_pointer_of(params + 32, np.int64), ndim)
             strides = numba.carray(_pointer_of(params + 32 + 8 * ndim, np.int64), (1, ndim))
             value = numba.carray(_pointer_of(params + 32 + 16 * ndim, lane_t), 1)
-            return fill_kernel(out, value, base, strides, shape)
+            return call_native(loop, out, value, base, strides, shape)
 
         body = fill_replay
     return c_entry(body, move_entry, (kind, lane_t))

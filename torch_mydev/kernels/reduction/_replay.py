@@ -1,11 +1,12 @@
 """C entry points of the exact float reductions, for the stub's replay of repeated calls.
 
 The bodies only unpack a parameter block and call ``cascade_at`` (sum, mean) or
-``extreme_at`` (amax, amin), the compiled replicas the Python path calls, so the bytes
-written are the same. Block, in ``int64`` words: ``out_units``, ``in_units``, ``ndim``, four
-loop words (cascade: ``fmt``, ``vec``, ``lanes``, ``mode``; extreme: ``vec``, ``is_max``,
-0, 0), the divisor (a mean's count, else 0), then ``shape``, ``ostrides`` and ``istrides``
-(``ndim`` words each), then (extreme) the two NaN words.
+``extreme_at`` (amax, amin), the machine code the Python path calls (by symbol,
+``jit._native``), so the bytes written are the same. Block, in ``int64`` words:
+``out_units``, ``in_units``, ``ndim``, four loop words (cascade: ``fmt``, ``vec``,
+``lanes``, ``mode``; extreme: ``vec``, ``is_max``, 0, 0), the divisor (a mean's count, else
+0), then ``shape``, ``ostrides`` and ``istrides`` (``ndim`` words each), then (extreme) the
+two NaN words.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import functools
 
 import numba
 import numpy as np
+from numba import types
 
+from torch_mydev.kernels.jit._native import WORD, WORDS, call_native, lanes, native
 from torch_mydev.kernels.jit._replay_abi import JIT, c_entry
 from torch_mydev.kernels.jit._replay_abi import pointer_of as _pointer_of
 from torch_mydev.kernels.jit._seal import seal
@@ -48,6 +51,9 @@ def _arrays(params, ndim):
 @functools.cache
 def cascade_entry(lane_t: type, acc_t: type) -> int:
     """The address of ``cascade_at``'s C entry for a lane type and its accumulator type."""
+    lane = lanes(lane_t)
+    loop = native(cascade_at, (*[WORD] * 4, lane, lane, *[WORDS] * 3, *[WORD] * 4,
+                               lanes(acc_t), WORD))  # fmt: skip
 
     def cascade_replay(out, inp, unused, params):
         h = numba.carray(_pointer_of(params, np.int64), HEAD_WORDS)
@@ -55,8 +61,8 @@ def cascade_entry(lane_t: type, acc_t: type) -> int:
         out_lane = numba.carray(_pointer_of(out, lane_t), 0)
         in_lane = numba.carray(_pointer_of(inp, lane_t), 0)
         token = np.zeros(1, acc_t)
-        cascade_at(out, inp, h[0], h[1], out_lane, in_lane, shape, ostrides, istrides,
-                   h[3], h[4], h[5], h[6], token, h[7])  # fmt: skip
+        call_native(loop, out, inp, h[0], h[1], out_lane, in_lane, shape, ostrides, istrides,
+                    h[3], h[4], h[5], h[6], token, h[7])  # fmt: skip
         return 0
 
     return c_entry(cascade_replay, cascade_entry, (lane_t, acc_t))
@@ -65,6 +71,9 @@ def cascade_entry(lane_t: type, acc_t: type) -> int:
 @functools.cache
 def extreme_entry(lane_t: type) -> int:
     """The address of ``extreme_at``'s C entry for a lane type."""
+    lane = lanes(lane_t)
+    loop = native(extreme_at, (*[WORD] * 4, lane, lane, *[WORDS] * 3, WORD, types.boolean,
+                               lane, WORD))  # fmt: skip
 
     def extreme_replay(out, inp, unused, params):
         h = numba.carray(_pointer_of(params, np.int64), HEAD_WORDS)
@@ -73,8 +82,8 @@ def extreme_entry(lane_t: type) -> int:
         nans = numba.carray(_pointer_of(params + 8 * (HEAD_WORDS + 3 * ndim), lane_t), 2)
         out_lane = numba.carray(_pointer_of(out, lane_t), 0)
         in_lane = numba.carray(_pointer_of(inp, lane_t), 0)
-        extreme_at(out, inp, h[0], h[1], out_lane, in_lane, shape, ostrides, istrides,
-                   h[3], h[4] != 0, nans, 0)  # fmt: skip
+        call_native(loop, out, inp, h[0], h[1], out_lane, in_lane, shape, ostrides, istrides,
+                    h[3], h[4] != 0, nans, 0)  # fmt: skip
         return 0
 
     return c_entry(extreme_replay, extreme_entry, (lane_t,))
