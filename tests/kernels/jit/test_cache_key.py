@@ -94,9 +94,10 @@ assert torch.equal(h.cpu(), x.half()), h
 
 # unary_at (elementwise/_loops.py) is compiled with copy/_strided's _pointer inside it;
 # unary_replay (a C entry made by compiler.c_entry, in elementwise/_replay.py) calls unary_at
-# by symbol (jit/_native.py) and inlines _replay_abi's pointer_of; cast_replay (copy/_replay.py) closes over the two loops it calls, which numba
-# alone keyed by a uuid new in every process. numba names a cache file by its module's
-# file name and the qualified name.
+# by symbol (jit/_native.py) and inlines _replay_abi's pointer_of; cast_replay
+# (copy/_replay.py) closes over the two loops it calls, which numba alone keyed by a uuid
+# new in every process. numba names a cache file by its module's file name and the
+# qualified name.
 _LOOPS = {
     "_loops.unary_at",
     "_replay.unary_entry.locals.unary_replay",

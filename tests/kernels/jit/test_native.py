@@ -73,4 +73,4 @@ def test_an_unregistered_symbol_is_an_error_not_a_crash():
 def test_lanes_is_the_type_numpy_arrays_and_carrays_have():
     assert lanes(np.float32) == numba.typeof(np.zeros(2, np.float32))
     assert lanes(np.uint16) == numba.typeof(np.zeros(0, np.uint16))
-    assert WORD == numba.typeof(np.int64(1))
+    assert numba.typeof(np.int64(1)) == WORD
