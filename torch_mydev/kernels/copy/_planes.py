@@ -140,8 +140,9 @@ def _deinterleave(
             dst[uint64(d + 3 * ds0 + i)] = src[uint64(s + 4 * i + 3)]
 
 
-# Inlined into its one caller, copy_planes_at: a library less to compile per unit type.
-@njit(cache=True, nogil=True, inline="always")
+# Not inlined into copy_planes_at: copy.loops.run_loop calls it from Python too, and it
+# would then compile on its own as well (about 2 s a unit type).
+@njit(cache=True, nogil=True)
 def copy_planes(
     dst: np.ndarray,
     dst_base: int,
