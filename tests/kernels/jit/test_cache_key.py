@@ -24,6 +24,7 @@ from torch_mydev.kernels.jit import _cache_key
 
 _KERNELS = Path(_cache_key.__file__).parents[1]  # torch_mydev/kernels
 _DECORATOR = re.compile(r"^@(numba\.)?njit\b", re.MULTILINE)
+_ASSIGNED = re.compile(r"^\w+ = (numba\.)?njit\b", re.MULTILINE)  # _op = njit(**JIT)(_max_min)
 
 
 def _numba_modules() -> list[str]:
@@ -33,15 +34,17 @@ def _numba_modules() -> list[str]:
 
 
 def test_every_cached_loop_is_keyed_by_the_kernels_sources():
-    """Each ``@njit`` of the package is a module-level dispatcher its module's last line
-    (``_seal.seal(__name__)``) stamps: none is missed, and the stamp is ``stamp()``.
+    """Each ``@njit`` (or ``name = njit(...)(function)``) of the package is a module-level
+    dispatcher its module's last line (``_seal.seal(__name__)``) stamps: none is missed, and
+    the stamp is ``stamp()``.
     Fails loudly if numba moves ``_cache._cache_file._source_stamp``."""
     names = _numba_modules()
     assert {"copy._convert", "elementwise._loops", "copy._strided", "reduction._walks"} <= set(
         names
     )
     for name, module in zip(names, load_numba_modules(*names), strict=True):
-        decorators = len(_DECORATOR.findall(Path(module.__file__).read_text()))
+        source = Path(module.__file__).read_text()
+        decorators = len(_DECORATOR.findall(source)) + len(_ASSIGNED.findall(source))
         dispatchers = [
             v
             for v in vars(module).values()

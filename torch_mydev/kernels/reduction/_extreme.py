@@ -32,7 +32,11 @@ from torch_mydev.kernels.jit._seal import JIT, seal
 from torch_mydev.kernels.reduction import _walks as walks
 
 
-@njit(**JIT, inline="always")
+# _vop and _op are compiled once per signature and called, not inlined: numba types an inlined
+# function again at each call site (issue 19: extreme_at's compile about half). LLVM inlines
+# the calls in the vector loops; the loops over one element at a time use _op_each, the same
+# function inlined, where a call per element cost 10 ns (float64).
+@njit(**JIT)
 def _vop(a, b, is_max, nan):
     """``maximum(a, b)`` / ``minimum(a, b)`` of one lane; ``nan`` is the all-ones NaN. Written
     as selects, with no load under a branch, so LLVM vectorises the loops over lanes."""
@@ -41,12 +45,15 @@ def _vop(a, b, is_max, nan):
     return nan if (a != a) | (b != b) else value
 
 
-@njit(**JIT, inline="always")
-def _op(a, b, is_max, nan):
+def _max_min(a, b, is_max, nan):
     """``max_impl(a, b)`` / ``min_impl(a, b)``; ``nan`` is the canonical quiet NaN."""
     pick_b = (a < b) if is_max else (b < a)
     value = b if pick_b else a
     return nan if (a != a) | (b != b) else value
+
+
+_op = njit(**JIT)(_max_min)
+_op_each = njit(**JIT, inline="always")(_max_min)
 
 
 @njit(**JIT, inline="always")
@@ -89,7 +96,7 @@ def _inner(out, o, inp, i, n, vec, is_max, all_ones, quiet, acc):
             acc[lane] = _vop(low, high, is_max, all_ones)
         out[o] = _op(out[o], _lanes(acc, vec, is_max, quiet), is_max, quiet)
     for k in range(count * width, n):
-        out[o] = _op(out[o], inp[uint64(i + k)], is_max, quiet)
+        out[o] = _op_each(out[o], inp[uint64(i + k)], is_max, quiet)
 
 
 @njit(**JIT, inline="always")
@@ -112,7 +119,7 @@ def _outer(out, o, inp, i, is0, size0, size1, vec, is_max, all_ones, quiet, acc)
     for column in range(groups * width, size1):
         for row in range(size0):
             value = inp[uint64(i + row * is0 + column)]
-            out[o + column] = _op(out[o + column], value, is_max, quiet)
+            out[o + column] = _op_each(out[o + column], value, is_max, quiet)
 
 
 @njit(**JIT)
@@ -133,7 +140,7 @@ def loop2d(out, obase, os0, os1, inp, ibase, is0, is1, size0, size1, vec, is_max
             i = ibase + j * is1
             for r in range(size0):
                 value = inp[uint64(i + r * is0)]
-                out[o + r * os0] = _op(out[o + r * os0], value, is_max, quiet)
+                out[o + r * os0] = _op_each(out[o + r * os0], value, is_max, quiet)
 
 
 @njit(**JIT)
