@@ -8,7 +8,6 @@ does not divide (which torch cannot express) a byte-by-byte Python loop.
 from __future__ import annotations
 
 import itertools
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -253,35 +252,33 @@ def test_device_contiguous_both_ways(c: int) -> None:
     assert back.stride() == x.stride() and torch.equal(back.cpu(), x)
 
 
+_PLANES_COPIES = """
+from torch_mydev.kernels.operand import Operand
+n = 3 * 200 * 200
+src, dst = np.zeros(4 * n, np.uint8), np.zeros(4 * n, np.uint8)
+for count in (3 * 16 * 16, n):  # serial, then parallel
+    hw = count // 3
+    kcopy.copy_strided(Operand(dst, 0, torch.float32, (4, 12)),
+                       Operand(src, 0, torch.float32, (4 * hw, 4)), (3, hw))
+prepared = kcopy.prepare_copy(torch.float32, (3, 256), (4, 12), (1024, 4))
+prepared.run(dst.ctypes.data, dst.nbytes, src.ctypes.data, src.nbytes)
+"""
+
+
 def test_compiled_code_is_cached() -> None:
-    """A second process loads the planes loops from numba's cache: nothing compiles."""
-    code = """
-        import numpy as np, torch
-        from torch_mydev.kernels.copy import kernel as kcopy
-        from torch_mydev.kernels.operand import Operand
-        n = 3 * 200 * 200
-        src, dst = np.zeros(4 * n, np.uint8), np.zeros(4 * n, np.uint8)
-        for count in (3 * 16 * 16, n):  # serial, then parallel
-            hw = count // 3
-            kcopy.copy_strided(Operand(dst, 0, torch.float32, (4, 12)),
-                               Operand(src, 0, torch.float32, (4 * hw, 4)), (3, hw))
-        prepared = kcopy.prepare_copy(torch.float32, (3, 256), (4, 12), (1024, 4))
-        prepared.run(dst.ctypes.data, dst.nbytes, src.ctypes.data, src.nbytes)
-        from torch_mydev.kernels.copy import _planes as p
-        loops = (p.copy_planes, p.copy_planes_at)
-        print(sum(sum(f.stats.cache_misses.values()) for f in loops),
-              sum(sum(f.stats.cache_hits.values()) for f in loops))
-    """
-
-    def run() -> list[int]:
-        result = run_python(
-            textwrap.dedent(code),
-            env={AUTOLOAD: "0"},
-            timeout=300,
-            cwd=Path(__file__).resolve().parents[3],
-        )
-        return [int(v) for v in result.stdout.split()]
-
-    run()  # compiles (or loads) and writes the cache
-    misses, hits = run()
+    """A fresh process loads the planes loops this one compiled (or loaded) from numba's
+    cache: nothing compiles there."""
+    exec(_PLANES_COPIES, {"np": np, "torch": torch, "kcopy": kcopy})  # the cache holds them now
+    code = f"""
+import numpy as np, torch
+from torch_mydev.kernels.copy import kernel as kcopy
+{_PLANES_COPIES}
+from torch_mydev.kernels.copy import _planes as p
+loops = (p.copy_planes, p.copy_planes_at)
+print(sum(sum(f.stats.cache_misses.values()) for f in loops),
+      sum(sum(f.stats.cache_hits.values()) for f in loops))
+"""
+    root = Path(__file__).resolve().parents[3]
+    result = run_python(code, env={AUTOLOAD: "0"}, timeout=300, cwd=root)
+    misses, hits = (int(v) for v in result.stdout.split())
     assert misses == 0 and hits >= 2

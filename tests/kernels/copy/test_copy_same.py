@@ -232,22 +232,28 @@ def _run_python(code: str) -> str:
     return run_python(textwrap.dedent(code), env={AUTOLOAD: "0"}, timeout=300, cwd=root).stdout
 
 
+_CAST_COPY = """
+from torch_mydev.kernels.operand import Operand
+buf = np.zeros(4096, np.uint8)
+kcopy.copy_strided(Operand(buf, 0, torch.float32, (4, 80)),
+                   Operand(buf, 2048, torch.int16, (40, 4)), (20, 10))
+"""
+
+
 def test_import_is_lazy_and_compiled_code_is_cached() -> None:
-    """Importing the kernels imports no numba; a second process loads the loops from cache."""
-    code = """
-        import sys
-        import numpy as np, torch
-        from torch_mydev.kernels.copy import kernel as kcopy
-        assert "numba" not in sys.modules, "importing the kernels imported numba"
-        buf = np.zeros(4096, np.uint8)
-        from torch_mydev.kernels.operand import Operand
-        kcopy.copy_strided(Operand(buf, 0, torch.float32, (4, 80)),
-                           Operand(buf, 2048, torch.int16, (40, 4)), (20, 10))
-        from torch_mydev.kernels.copy import _strided
-        from torch_mydev.kernels.copy import _convert
-        misses = sum(sum(f.stats.cache_misses.values()) for f in
-                     (_strided.copy_range, _convert.read_integral, _convert.write_floating))
-        print(misses)
-    """
-    _run_python(code)  # compiles (or loads) and writes the cache
+    """Importing the kernels imports no numba; a fresh process loads the loops this one
+    compiled (or loaded) from the cache: nothing compiles there."""
+    exec(_CAST_COPY, {"np": np, "torch": torch, "kcopy": kcopy})  # the cache holds them now
+    code = f"""
+import sys
+import numpy as np, torch
+from torch_mydev.kernels.copy import kernel as kcopy
+assert "numba" not in sys.modules, "importing the kernels imported numba"
+{_CAST_COPY}
+from torch_mydev.kernels.copy import _strided
+from torch_mydev.kernels.copy import _convert
+misses = sum(sum(f.stats.cache_misses.values()) for f in
+             (_strided.copy_range, _convert.read_integral, _convert.write_floating))
+print(misses)
+"""
     assert _run_python(code).strip() == "0"
