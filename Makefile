@@ -51,7 +51,7 @@ endif
 
 # The stub is named for the torch it is built against (torch_mydev/_C_torch2_13_0*.so), so
 # each venv's build sits beside the others' in the one source tree.
-# Its build (one core, about 37 s, the set-up's longest job) runs beside the rest of the
+# Its build (one core, about 26 s at -O1, the set-up's longest job) runs beside the rest of the
 # requirements (about 16 s, mostly one core) and then the bytecode's compile, at the lowest
 # priority so that it takes only the core the stub leaves (at equal priority compileall's
 # two processes took a third of the stub's). The two pips write disjoint packages: the stub's
