@@ -70,6 +70,18 @@ def test_an_unregistered_symbol_is_an_error_not_a_crash():
         compiler.c_entry(_entry_calling(missing), C_SIGNATURE, {}, maker, ())
 
 
+def test_only_a_module_level_loop_has_a_symbol():
+    """A symbol is named by module, name and types (stable across processes): a loop made
+    inside a function, or a second dispatcher of a registered name, is refused rather than
+    answered with the other loop's machine code."""
+    with pytest.raises(ValueError, match="module-level"):
+        native(numba.njit(lambda values, scale: scale), (lanes(np.float64), numba.float64))
+    twin = numba.njit(nogil=True)(_scaled_sum.py_func)
+    native(_scaled_sum, (lanes(np.float64), numba.float64))
+    with pytest.raises(ValueError, match="module-level"):
+        native(twin, (lanes(np.float64), numba.float64))
+
+
 def test_lanes_is_the_type_numpy_arrays_and_carrays_have():
     assert lanes(np.float32) == numba.typeof(np.zeros(2, np.float32))
     assert lanes(np.uint16) == numba.typeof(np.zeros(0, np.uint16))

@@ -34,20 +34,26 @@ from numba.np import numpy_support
 
 PREFIX = "torch_mydev_native_"
 _registered: dict[str, Signature] = {}  # symbol -> the loop's signature, in this process
+_loops: dict[str, Any] = {}  # symbol -> the dispatcher it names
 
 
 def native(dispatcher: Any, arg_types: tuple) -> str:
     """The symbol of ``dispatcher``'s machine code for ``arg_types`` (numba types), compiled
     or loaded now (in background mode a missing one raises ``compiler.NotCompiled``) and
-    registered in this process."""
+    registered in this process. The symbol is named by module, qualified name and types (the
+    same in every process, as an entry's cached machine code needs), so the loop must be a
+    module's: a ValueError otherwise, never a call into another loop of the same name."""
     func = dispatcher.py_func
     named = f"{func.__module__}.{func.__qualname__}{arg_types}"
     name = PREFIX + hashlib.sha256(named.encode()).hexdigest()[:32]
+    if "<locals>" in func.__qualname__ or _loops.get(name, dispatcher) is not dispatcher:
+        raise ValueError(f"native() takes a module-level loop, not {named}")
     if name not in _registered:
         dispatcher.compile(arg_types)
         result = dispatcher.overloads[arg_types]
         address = result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
         llvm.add_symbol(name, address)
+        _loops[name] = dispatcher
         _registered[name] = result.signature
     return name
 
