@@ -3,10 +3,10 @@
 
 The bodies unpack a parameter block and call ``move_bytes_at`` or the DimCounter, tiled or
 planes loop, the compiled loops the Python path calls (the strided ones by symbol,
-``jit._native``). Block, in ``int64`` words: a
-contiguous copy's byte count; else ``ndim``, ``dst_units``, ``src_units``, ``width``, the
-loop's three tail words, then ``shape``, ``dst_strides`` and ``src_strides`` (``ndim`` words
-each). A cast's block is its element count (``cast_entry``).
+``jit._native``). Block, in ``int64`` words: a contiguous copy's byte count; else ``ndim``,
+``dst_units``, ``src_units``, ``width``, the loop's three tail words, then ``shape``,
+``dst_strides`` and ``src_strides`` (``ndim`` words each). A cast's block is its element
+count (``cast_entry``).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from torch_mydev.kernels.elementwise._rules import (
 )
 from torch_mydev.kernels.jit._scratch import stack_zeros
 from torch_mydev.kernels.jit._seal import JIT, seal
+from torch_mydev.kernels.reduction._modes import PLAIN, SCALAR
 from torch_mydev.kernels.reduction._walks import (
     count_above,
     first_two,
@@ -44,10 +45,6 @@ from torch_mydev.kernels.reduction._walks import (
     offset_of,
     output_count,
 )
-
-SCALAR = 0
-PLAIN = 1
-HALVES = 2
 
 
 def load(arr, i, fmt):

@@ -33,6 +33,7 @@ from torch_mydev.kernels.copy.loops import PARALLEL_MIN_NUMEL, parallel_allowed
 from torch_mydev.kernels.dtypes import layout_of
 from torch_mydev.kernels.operand import Operand
 from torch_mydev.kernels.parallel import threads
+from torch_mydev.kernels.reduction._modes import HALVES, PLAIN
 from torch_mydev_rules.iterator.reduction import ReductionPlan
 
 __all__ = [
@@ -327,7 +328,6 @@ def runner(prepared: PreparedReduction) -> Callable[[int, int, int], None]:
 GRAIN_SIZE = 32768
 # ``Vectorized<T>`` bytes of the kernel torch CPU runs for ``sum`` on x86 (AVX2 or default).
 VECTOR_BYTES = 32
-_CASCADE_MODES = {torch.float16: 2, torch.bfloat16: 2}  # HALVES; else PLAIN
 
 
 class PreparedCascade(NamedTuple):
@@ -419,7 +419,7 @@ def prepare_cascade(plan: ReductionPlan, dtype: torch.dtype) -> PreparedCascade:
     vec = width // dtype.itemsize
     accumulator = np.float64 if dtype == torch.float64 else np.float32
     lanes = width // np.dtype(accumulator).itemsize
-    mode = _CASCADE_MODES.get(dtype, 1)
+    mode = HALVES if dtype in (torch.float16, torch.bfloat16) else PLAIN
     shape, out_bytes, in_bytes, extents = _walk(plan, size)
     args = (
         np.array(shape, dtype=np.int64),
